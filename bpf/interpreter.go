@@ -1,0 +1,259 @@
+package bpf
+
+import "fmt"
+
+// Result is what a filter did with one input.
+type Result struct {
+	// Ret is the value the filter returned.
+	Ret uint32
+	// Executed counts the instructions run, the last one included.
+	Executed int
+	// ReadsArgs and ReadsIP report whether the path loaded a word of the
+	// system call arguments or of the instruction pointer.
+	ReadsArgs bool
+	ReadsIP   bool
+	// KernelCacheable reports whether the kernel would cache the verdict
+	// for this system call number and architecture instead of running the
+	// filter (seccomp_is_const_allow in kernel/seccomp.c, Linux 5.11 and
+	// later): the path uses only word loads of nr and arch, ja, jeq, jgt,
+	// jge and jset against constants, and with a constant, and a constant
+	// return, and returns exactly SECCOMP_RET_ALLOW. The kernel's
+	// exemption of the uprobe system calls depends on the system call
+	// table, not on the filter, and is left out.
+	KernelCacheable bool
+}
+
+// Run executes prog on in with the semantics of the kernel's classic BPF,
+// as seccomp runs it. A and X start at zero. The 32-bit words of in are
+// laid out as on a little-endian machine. Run does not check that the
+// kernel would accept prog (see Validate), but it stops with an error,
+// naming the instruction, where execution would go wrong: an opcode it does
+// not know, a load outside struct seccomp_data, a scratch word out of
+// range, or a jump out of the program. Besides what seccomp accepts it
+// runs BPF_MOD, which the kernel allows in other classic filters.
+//
+// Division or modulo by zero ends the program and returns 0, which is
+// SECCOMP_RET_KILL_THREAD: the kernel's translation of classic BPF
+// (bpf_convert_filter in net/core/filter.c) guards every division by X
+// that way, and refuses division by a constant 0 at load time. Shifts use
+// the low five bits of their count, as the x86-64 and arm64 shift
+// instructions that run the translated filter do.
+func Run(prog []Instruction, in *SeccompData) (Result, error) {
+	return run(prog, in, nil)
+}
+
+// RunCovered is Run, recording into cov which instructions executed and
+// which way each conditional jump went.
+func RunCovered(prog []Instruction, in *SeccompData, cov *Coverage) (Result, error) {
+	cov.fit(len(prog))
+	return run(prog, in, cov)
+}
+
+// machine is the state of a running filter.
+type machine struct {
+	a, x uint32
+	mem  [MemWords]uint32
+}
+
+func run(prog []Instruction, in *SeccompData, cov *Coverage) (Result, error) {
+	var m machine
+	res := Result{KernelCacheable: true}
+	pc := 0
+	for pc < len(prog) {
+		ins := prog[pc]
+		res.Executed++
+		if cov != nil {
+			cov.marks[pc] |= markRun
+		}
+		next := pc + 1
+		switch ins.Op {
+		case opLdAbsW:
+			w, ok := in.Word(ins.K)
+			if !ok {
+				return Result{}, runError(pc, ins, "loads outside struct seccomp_data")
+			}
+			m.a = w
+			switch {
+			case ins.K >= OffsetArgs:
+				res.ReadsArgs = true
+				res.KernelCacheable = false
+			case ins.K >= OffsetIPLow:
+				res.ReadsIP = true
+				res.KernelCacheable = false
+			}
+		case opRetK:
+			res.Ret = ins.K
+			res.KernelCacheable = res.KernelCacheable && ins.K == retAllow
+			return res, nil
+		case opJa:
+			next += int(ins.K)
+		case ClassJmp | JmpJeq | SrcK:
+			next += m.branch(cov, pc, ins, m.a == ins.K)
+		case ClassJmp | JmpJgt | SrcK:
+			next += m.branch(cov, pc, ins, m.a > ins.K)
+		case ClassJmp | JmpJge | SrcK:
+			next += m.branch(cov, pc, ins, m.a >= ins.K)
+		case ClassJmp | JmpJset | SrcK:
+			next += m.branch(cov, pc, ins, m.a&ins.K != 0)
+		case ClassAlu | AluAnd | SrcK:
+			m.a &= ins.K
+		default:
+			res.KernelCacheable = false
+			done, err := m.step(pc, ins, &next)
+			if err != nil {
+				return Result{}, err
+			}
+			if done {
+				res.Ret = m.a
+				return res, nil
+			}
+		}
+		pc = next
+	}
+	return Result{}, fmt.Errorf("bpf: execution runs past the end of the program, which has %d instructions", len(prog))
+}
+
+// branch records the outcome of a conditional jump and returns how far it
+// goes past the next instruction.
+func (m *machine) branch(cov *Coverage, pc int, ins Instruction, cond bool) int {
+	if cond {
+		if cov != nil {
+			cov.marks[pc] |= markTrue
+		}
+		return int(ins.Jt)
+	}
+	if cov != nil {
+		cov.marks[pc] |= markFalse
+	}
+	return int(ins.Jf)
+}
+
+// step executes the instructions that the kernel's cache emulator does not
+// understand. It reports done when the program ends with A as its value,
+// and moves *next for jumps.
+func (m *machine) step(pc int, ins Instruction, next *int) (done bool, err error) {
+	switch ins.Class() {
+	case ClassLd, ClassLdx:
+		return false, m.load(pc, ins)
+	case ClassSt, ClassStx:
+		if ins.Op != opSt && ins.Op != opStx || ins.K >= MemWords {
+			return false, runError(pc, ins, "is not a store to M[0] to M[15]")
+		}
+		v := m.a
+		if ins.Op == opStx {
+			v = m.x
+		}
+		m.mem[ins.K] = v
+		return false, nil
+	case ClassAlu:
+		return m.alu(pc, ins)
+	case ClassJmp:
+		if ins.Op&SrcX == 0 || !ins.IsConditionalJump() || ins.operation() > JmpJset {
+			return false, runError(pc, ins, "is not a known jump")
+		}
+		ins.K = m.x
+		*next += m.branch(nil, pc, ins, compare(ins.operation(), m.a, m.x))
+		return false, nil
+	case ClassRet:
+		if ins.Op != opRetA {
+			return false, runError(pc, ins, "is not a known return")
+		}
+		return true, nil
+	}
+	switch ins.Op {
+	case opTax:
+		m.x = m.a
+	case opTxa:
+		m.a = m.x
+	default:
+		return false, runError(pc, ins, "is not a known instruction")
+	}
+	return false, nil
+}
+
+// load executes the loads other than word loads of seccomp_data.
+func (m *machine) load(pc int, ins Instruction) error {
+	var v uint32
+	switch ins.Op {
+	case opLdLen, opLdxLen:
+		v = SeccompDataSize
+	case opLdImm, opLdxImm:
+		v = ins.K
+	case opLdMem, opLdxMem:
+		if ins.K >= MemWords {
+			return runError(pc, ins, "reads a scratch word past M[15]")
+		}
+		v = m.mem[ins.K]
+	default:
+		return runError(pc, ins, "is a load seccomp does not run")
+	}
+	if ins.Class() == ClassLdx {
+		m.x = v
+	} else {
+		m.a = v
+	}
+	return nil
+}
+
+// alu executes an arithmetic instruction; division by zero ends the
+// program with 0.
+func (m *machine) alu(pc int, ins Instruction) (done bool, err error) {
+	v := ins.K
+	if ins.Op&SrcX != 0 {
+		v = m.x
+	}
+	switch ins.Op &^ SrcX {
+	case ClassAlu | AluAdd:
+		m.a += v
+	case ClassAlu | AluSub:
+		m.a -= v
+	case ClassAlu | AluMul:
+		m.a *= v
+	case ClassAlu | AluDiv, ClassAlu | AluMod:
+		if v == 0 {
+			m.a = 0
+			return true, nil
+		}
+		if ins.operation() == AluDiv {
+			m.a /= v
+		} else {
+			m.a %= v
+		}
+	case ClassAlu | AluOr:
+		m.a |= v
+	case ClassAlu | AluAnd:
+		m.a &= v
+	case ClassAlu | AluXor:
+		m.a ^= v
+	case ClassAlu | AluLsh:
+		m.a <<= v & 31
+	case ClassAlu | AluRsh:
+		m.a >>= v & 31
+	case ClassAlu | AluNeg:
+		if ins.Op != opNeg {
+			return false, runError(pc, ins, "is not a known instruction")
+		}
+		m.a = -m.a
+	default:
+		return false, runError(pc, ins, "is not a known arithmetic instruction")
+	}
+	return false, nil
+}
+
+// compare evaluates a conditional jump's test.
+func compare(op uint16, a, b uint32) bool {
+	switch op {
+	case JmpJeq:
+		return a == b
+	case JmpJgt:
+		return a > b
+	case JmpJge:
+		return a >= b
+	default:
+		return a&b != 0
+	}
+}
+
+func runError(pc int, ins Instruction, problem string) error {
+	return fmt.Errorf("bpf: instruction %d (%v) %s", pc, ins, problem)
+}

@@ -1,0 +1,60 @@
+// Package policy is what the user writes: a default action, per-syscall
+// rules with argument conditions, and per-library compartments. It reads
+// syscell's TOML and OCI seccomp JSON, resolves names to numbers for one
+// ABI, and decides verdicts straight from these semantics (the reference the
+// compiler is tested against).
+package policy
+
+import (
+	"fmt"
+
+	"github.com/syscell/syscell/syscalls"
+)
+
+// Pos is where something was written, for error messages.
+type Pos struct {
+	File string
+	Line int
+}
+
+func (p Pos) String() string {
+	if p.Line == 0 {
+		return p.File
+	}
+	return fmt.Sprintf("%s:%d", p.File, p.Line)
+}
+
+// Policy is a parsed policy file.
+type Policy struct {
+	// Default applies to every syscall no rule matches.
+	Default Action
+	// BadArch applies to calls from an ABI the policy does not cover,
+	// including x32 calls when x32 is not among Arches.
+	BadArch Action
+	// Arches the policy covers; empty means the compiler's choice.
+	Arches []syscalls.Arch
+	// Rules in file order.
+	Rules []Rule
+	// Compartments are per-library allowlists; their union is expected
+	// to be allowed by Rules.
+	Compartments []Compartment
+	// Source is the file the policy came from.
+	Source string
+}
+
+// Rule gives Action to the named syscalls when all Conds hold.
+type Rule struct {
+	Syscalls []string
+	Action   Action
+	Conds    []Cond
+	Pos      Pos
+}
+
+// Compartment is one object's (library's or executable's) allowlist.
+type Compartment struct {
+	Name     string // human name, usually the path
+	Path     string
+	BuildID  string // hex GNU build-id, when known
+	Syscalls []string
+	Pos      Pos
+}

@@ -1,0 +1,3 @@
+package syscalls
+
+//go:generate go run ./internal/mktables
