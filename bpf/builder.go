@@ -17,15 +17,17 @@ const Next Label = -1
 var ErrTooLong = errors.New("program exceeds the kernel's limit of 4096 instructions")
 
 type label struct {
-	name string
-	at   int // instruction index, -1 until bound
+	name  string
+	at    int  // instruction index, -1 until bound
+	twice bool // bound more than once, which Program reports
 }
 
 // pending is an instruction whose jump targets may still be labels.
 type pending struct {
-	ins    Instruction
-	jt, jf Label // for conditional jumps; Next means fall through
-	ja     Label // for unconditional jumps
+	ins      Instruction
+	symbolic bool  // added by JumpIf or JumpTo, so targets are labels
+	jt, jf   Label // for conditional jumps; Next means fall through
+	ja       Label // for unconditional jumps
 }
 
 // Builder assembles a program with symbolic jump targets. Conditional jumps
@@ -42,8 +44,10 @@ func (b *Builder) NewLabel(name string) Label {
 	return Label(len(b.labels) - 1)
 }
 
-// Bind places l at the next instruction to be added.
+// Bind places l at the next instruction to be added. A label is placed
+// once; Program reports a second Bind.
 func (b *Builder) Bind(l Label) {
+	b.labels[l].twice = b.labels[l].at >= 0
 	b.labels[l].at = len(b.insns)
 }
 
@@ -53,24 +57,28 @@ func (b *Builder) Bound(l Label) bool { return b.labels[l].at >= 0 }
 // Len is the number of instructions added so far.
 func (b *Builder) Len() int { return len(b.insns) }
 
-// Add appends an instruction that does not jump.
+// Add appends an instruction that does not jump; Program refuses a jump
+// added this way, since its offsets could not follow inserted trampolines.
 func (b *Builder) Add(ins Instruction) {
 	b.insns = append(b.insns, pending{ins: ins, jt: Next, jf: Next, ja: Next})
 }
 
 // JumpIf appends a conditional jump on A op k.
 func (b *Builder) JumpIf(op uint16, k uint32, jt, jf Label) {
-	b.insns = append(b.insns, pending{ins: Jump(op, k, 0, 0), jt: jt, jf: jf, ja: Next})
+	b.insns = append(b.insns, pending{ins: Jump(op, k, 0, 0), symbolic: true, jt: jt, jf: jf, ja: Next})
 }
 
 // JumpTo appends an unconditional jump.
 func (b *Builder) JumpTo(l Label) {
-	b.insns = append(b.insns, pending{ins: Ja(0), jt: Next, jf: Next, ja: l})
+	b.insns = append(b.insns, pending{ins: Ja(0), symbolic: true, jt: Next, jf: Next, ja: l})
 }
 
 // Program resolves every label and returns the instructions. Far conditional
 // jumps are routed through inserted unconditional jumps.
 func (b *Builder) Program() ([]Instruction, error) {
+	if err := b.check(); err != nil {
+		return nil, err
+	}
 	insns := append([]pending(nil), b.insns...)
 	labels := append([]label(nil), b.labels...)
 	for {
@@ -89,7 +97,7 @@ func (b *Builder) Program() ([]Instruction, error) {
 		if ins.IsConditionalJump() {
 			ins.Jt = uint8(offset(i, p.jt, labels))
 			ins.Jf = uint8(offset(i, p.jf, labels))
-		} else if ins.Class() == ClassJmp {
+		} else if p.symbolic {
 			ins.K = uint32(offset(i, p.ja, labels))
 		}
 		out[i] = ins
@@ -98,6 +106,40 @@ func (b *Builder) Program() ([]Instruction, error) {
 		return out, fmt.Errorf("bpf: %w: %d instructions", ErrTooLong, len(out))
 	}
 	return out, nil
+}
+
+// check reports the mistakes that do not depend on where labels end up:
+// jumps added with Add, labels placed twice, and a last instruction that
+// lets execution run off the end.
+func (b *Builder) check() error {
+	for i, p := range b.insns {
+		if !p.symbolic && p.ins.Class() == ClassJmp {
+			return fmt.Errorf("bpf: instruction %d is a jump added with Add; use JumpIf or JumpTo", i)
+		}
+	}
+	for _, l := range b.labels {
+		if l.twice {
+			return fmt.Errorf("bpf: label %q is placed twice", l.name)
+		}
+	}
+	if n := len(b.insns); n > 0 && fallsOff(b.insns[n-1]) {
+		return fmt.Errorf("bpf: instruction %d, the last, lets execution run off the end", n-1)
+	}
+	return nil
+}
+
+// fallsOff reports whether execution can continue past p to whatever is
+// next, which for the last instruction is nothing.
+func fallsOff(p pending) bool {
+	switch {
+	case p.ins.IsReturn():
+		return false
+	case p.ins.IsConditionalJump():
+		return p.jt == Next || p.jf == Next
+	case p.ins.Class() == ClassJmp:
+		return p.ja == Next
+	}
+	return true
 }
 
 // offset is the relative jump from instruction i to label l.
@@ -139,11 +181,14 @@ func firstFarJump(insns []pending, labels []label) (int, error) {
 }
 
 // addTrampolines inserts an unconditional jump after instruction i for each
-// of its branches that is too far, and shifts the labels behind it.
+// of its branches that is too far, one for both when they go to the same
+// label, and shifts the labels behind it.
 func addTrampolines(insns []pending, labels []label, i int) ([]pending, []label) {
 	p := insns[i]
 	farT := offset(i, p.jt, labels) > MaxCondJump
 	farF := offset(i, p.jf, labels) > MaxCondJump
+	shared := farT && farF && p.jt == p.jf
+	farF = farF && !shared
 	// A fall-through branch must keep reaching the old next instruction,
 	// not the trampolines placed in front of it.
 	for _, t := range []*Label{&p.jt, &p.jf} {
@@ -160,9 +205,12 @@ func addTrampolines(insns []pending, labels []label, i int) ([]pending, []label)
 		if !far.is {
 			continue
 		}
-		tramps = append(tramps, pending{ins: Ja(0), jt: Next, jf: Next, ja: *far.target})
+		tramps = append(tramps, pending{ins: Ja(0), symbolic: true, jt: Next, jf: Next, ja: *far.target})
 		labels = append(labels, label{name: fmt.Sprintf("trampoline %d.%d", i, len(tramps)), at: -1})
 		*far.target = Label(len(labels) - 1)
+	}
+	if shared {
+		p.jf = p.jt
 	}
 	for l := range labels {
 		if labels[l].at > i {

@@ -45,7 +45,7 @@ func (i Instruction) String() string {
 // so that nothing is lost.
 func render(i Instruction, pc int) (text, note string) {
 	if !canonical(i) {
-		return fmt.Sprintf("raw %#04x, %d, %d, %#x", i.Op, i.Jt, i.Jf, i.K), ""
+		return fmt.Sprintf("raw %#02x, %d, %d, %#x", i.Op, i.Jt, i.Jf, i.K), ""
 	}
 	switch i.Op {
 	case opLdAbsW:

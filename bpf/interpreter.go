@@ -99,7 +99,7 @@ func run(prog []Instruction, in *SeccompData, cov *Coverage) (Result, error) {
 			m.a &= ins.K
 		default:
 			res.KernelCacheable = false
-			done, err := m.step(pc, ins, &next)
+			skip, done, err := m.step(cov, pc, ins)
 			if err != nil {
 				return Result{}, err
 			}
@@ -107,6 +107,7 @@ func run(prog []Instruction, in *SeccompData, cov *Coverage) (Result, error) {
 				res.Ret = m.a
 				return res, nil
 			}
+			next += skip
 		}
 		pc = next
 	}
@@ -129,46 +130,48 @@ func (m *machine) branch(cov *Coverage, pc int, ins Instruction, cond bool) int 
 }
 
 // step executes the instructions that the kernel's cache emulator does not
-// understand. It reports done when the program ends with A as its value,
-// and moves *next for jumps.
-func (m *machine) step(pc int, ins Instruction, next *int) (done bool, err error) {
+// understand. It returns how far a jump goes past the next instruction, and
+// done when the program ends with A as its value.
+func (m *machine) step(cov *Coverage, pc int, ins Instruction) (skip int, done bool, err error) {
 	switch ins.Class() {
 	case ClassLd, ClassLdx:
-		return false, m.load(pc, ins)
+		return 0, false, m.load(pc, ins)
 	case ClassSt, ClassStx:
-		if ins.Op != opSt && ins.Op != opStx || ins.K >= MemWords {
-			return false, runError(pc, ins, "is not a store to M[0] to M[15]")
-		}
-		v := m.a
-		if ins.Op == opStx {
-			v = m.x
-		}
-		m.mem[ins.K] = v
-		return false, nil
+		return 0, false, m.store(pc, ins)
 	case ClassAlu:
-		return m.alu(pc, ins)
+		done, err := m.alu(pc, ins)
+		return 0, done, err
 	case ClassJmp:
-		if ins.Op&SrcX == 0 || !ins.IsConditionalJump() || ins.operation() > JmpJset {
-			return false, runError(pc, ins, "is not a known jump")
+		op := ins.operation()
+		if ins.Op != ClassJmp|op|SrcX || op < JmpJeq || op > JmpJset {
+			return 0, false, runError(pc, ins, "is not a known jump")
 		}
-		ins.K = m.x
-		*next += m.branch(nil, pc, ins, compare(ins.operation(), m.a, m.x))
-		return false, nil
-	case ClassRet:
-		if ins.Op != opRetA {
-			return false, runError(pc, ins, "is not a known return")
-		}
-		return true, nil
+		return m.branch(cov, pc, ins, compare(op, m.a, m.x)), false, nil
 	}
 	switch ins.Op {
+	case opRetA:
+		return 0, true, nil
 	case opTax:
 		m.x = m.a
 	case opTxa:
 		m.a = m.x
 	default:
-		return false, runError(pc, ins, "is not a known instruction")
+		return 0, false, runError(pc, ins, "is not a known instruction")
 	}
-	return false, nil
+	return 0, false, nil
+}
+
+// store executes st and stx.
+func (m *machine) store(pc int, ins Instruction) error {
+	if ins.Op != opSt && ins.Op != opStx || ins.K >= MemWords {
+		return runError(pc, ins, "is not a store to M[0] to M[15]")
+	}
+	v := m.a
+	if ins.Op == opStx {
+		v = m.x
+	}
+	m.mem[ins.K] = v
+	return nil
 }
 
 // load executes the loads other than word loads of seccomp_data.
@@ -202,6 +205,9 @@ func (m *machine) alu(pc int, ins Instruction) (done bool, err error) {
 	if ins.Op&SrcX != 0 {
 		v = m.x
 	}
+	if ins.Op != ClassAlu|ins.operation()|ins.Op&SrcX {
+		return false, runError(pc, ins, "is not a known arithmetic instruction")
+	}
 	switch ins.Op &^ SrcX {
 	case ClassAlu | AluAdd:
 		m.a += v
@@ -231,7 +237,7 @@ func (m *machine) alu(pc int, ins Instruction) (done bool, err error) {
 		m.a >>= v & 31
 	case ClassAlu | AluNeg:
 		if ins.Op != opNeg {
-			return false, runError(pc, ins, "is not a known instruction")
+			return false, runError(pc, ins, "is not a known arithmetic instruction")
 		}
 		m.a = -m.a
 	default:

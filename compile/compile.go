@@ -38,7 +38,7 @@ type Options struct {
 // argWeight times (the kernel cannot cache it, so it runs the filter on
 // every call), and hot syscalls count more still, by rank.
 const (
-	argWeight = 24.0
+	argWeight = 300.0
 	hotWeight = 96.0
 	// sizeCost is what one more instruction in the program is worth, in
 	// executed instructions over the uniform measure.

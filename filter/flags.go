@@ -46,8 +46,8 @@ var flagNames = []struct {
 	{FlagWaitKillableRecv, "WAIT_KILLABLE_RECV"},
 }
 
-// String lists the flags set, as in "TSYNC|LOG"; bits without a name appear
-// in hexadecimal.
+// String lists the flags set, as in "TSYNC|LOG", or says "0"; bits without
+// a name appear in hexadecimal.
 func (f Flags) String() string {
 	var names []string
 	for _, fn := range flagNames {
@@ -56,8 +56,11 @@ func (f Flags) String() string {
 			f &^= fn.flag
 		}
 	}
-	if f != 0 || len(names) == 0 {
+	if f != 0 {
 		names = append(names, fmt.Sprintf("%#x", uint(f)))
+	}
+	if len(names) == 0 {
+		return "0"
 	}
 	return strings.Join(names, "|")
 }

@@ -36,12 +36,14 @@ func allHold(conds []Cond, args [MaxArgs]uint64, width int) bool {
 
 // Decide is the verdict for a call as seccomp_data describes it: the table of
 // the caller's ABI decides, and a call from an ABI without a table gets
-// BadArch. x32 calls arrive with the x86_64 audit arch and X32Bit in nr.
+// BadArch. x32 calls arrive with the x86_64 audit arch and X32Bit in nr;
+// like libseccomp, every number from X32Bit up counts as x32 (higher numbers
+// are no syscall on either ABI, so the choice only has to be consistent).
 func (r *Resolved) Decide(arch, nr uint32, args [MaxArgs]uint64) Action {
 	want := syscalls.I386
 	if arch == syscalls.AuditArchX86_64 {
 		want = syscalls.X86_64
-		if nr&syscalls.X32Bit != 0 {
+		if nr >= syscalls.X32Bit {
 			want = syscalls.X32
 		}
 	} else if arch != syscalls.AuditArchI386 {

@@ -12,6 +12,7 @@ type Error struct {
 	Msg string
 }
 
+// Error formats the problem as "file:line: problem".
 func (e *Error) Error() string { return e.Pos.String() + ": " + e.Msg }
 
 func errorAt(pos Pos, format string, args ...any) *Error {

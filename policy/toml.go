@@ -76,8 +76,7 @@ func (d *tomlDecoder) expression(n *unstable.Node) error {
 }
 
 func (d *tomlDecoder) keyValue(kv *unstable.Node) error {
-	it := kv.Key()
-	key := keyName(&it)
+	key, _ := keyOf(kv)
 	if first, dup := d.lines[key]; dup {
 		return d.errorf(kv, "duplicate key %q (first set at line %d)", key, first)
 	}
@@ -97,9 +96,8 @@ func (d *tomlDecoder) startTable(n *unstable.Node) error {
 	if err := d.endTable(); err != nil {
 		return err
 	}
-	it := n.Key()
-	name := keyName(&it)
-	pos := d.pos(it.Node())
+	name, first := keyOf(n)
+	pos := d.pos(first)
 	switch {
 	case name != "rule" && name != "compartment":
 		return errorAt(pos, "unknown table %q (want [[rule]] or [[compartment]])", name)
@@ -139,7 +137,9 @@ func (d *tomlDecoder) setTop(key string, kv *unstable.Node) error {
 	case "arches":
 		err = d.eachString(key, kv, func(s string) error {
 			a, err := syscalls.ParseArch(s)
-			d.pol.Arches = append(d.pol.Arches, a)
+			if err == nil {
+				d.pol.Arches = append(d.pol.Arches, a)
+			}
 			return err
 		})
 	case "rule", "compartment":
@@ -171,7 +171,9 @@ func (d *tomlDecoder) setRule(key string, kv *unstable.Node) error {
 	case "args":
 		err = d.eachString(key, kv, func(s string) error {
 			c, err := ParseCond(s)
-			d.rule.Conds = append(d.rule.Conds, c)
+			if err == nil {
+				d.rule.Conds = append(d.rule.Conds, c)
+			}
 			return err
 		})
 	default:
@@ -319,15 +321,18 @@ func (d *tomlDecoder) syntaxError(err error) error {
 	return errorAt(Pos{File: d.name, Line: lineAt(d.data, off)}, "TOML syntax: %v", err)
 }
 
-// keyName joins the parts of a possibly dotted key. it is left on the first
-// part, for its position.
-func keyName(it *unstable.Iterator) string {
+// keyOf returns the key of a key-value or table header, its dotted parts
+// joined, and the node of its first part, which holds its position.
+func keyOf(n *unstable.Node) (string, *unstable.Node) {
 	var parts []string
-	for rest := *it; rest.Next(); {
-		parts = append(parts, string(rest.Node().Data))
+	var first *unstable.Node
+	for it := n.Key(); it.Next(); {
+		if first == nil {
+			first = it.Node()
+		}
+		parts = append(parts, string(it.Node().Data))
 	}
-	it.Next()
-	return strings.Join(parts, ".")
+	return strings.Join(parts, "."), first
 }
 
 func kindName(k unstable.Kind) string {

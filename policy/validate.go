@@ -1,9 +1,9 @@
 package policy
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/syscell/syscell/syscalls"
 )
@@ -124,25 +124,8 @@ func canonicalConds(conds []Cond) []Cond {
 }
 
 func compareCond(a, b Cond) int {
-	switch {
-	case a.Arg != b.Arg:
-		return int(a.Arg) - int(b.Arg)
-	case a.Op != b.Op:
-		return int(a.Op) - int(b.Op)
-	case a.Value != b.Value:
-		return cmpUint(a.Value, b.Value)
-	}
-	return cmpUint(a.Mask, b.Mask)
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Or(cmp.Compare(a.Arg, b.Arg), cmp.Compare(a.Op, b.Op),
+		cmp.Compare(a.Value, b.Value), cmp.Compare(a.Mask, b.Mask))
 }
 
 // Union lists, sorted and once each, the syscalls any compartment may make:
@@ -155,5 +138,3 @@ func (p *Policy) Union() []string {
 	slices.Sort(names)
 	return slices.Compact(names)
 }
-
-var _ = strings.Join

@@ -13,6 +13,7 @@ program is the one a container runtime would load:
     argument index repeats, each condition becomes a rule of its own (OR);
   - names the library does not know are skipped (and listed on stderr).
 """
+
 import argparse
 import ctypes
 import errno
@@ -76,17 +77,25 @@ def conditions(args):
 
 def unknown_names(policy):
     """Names libseccomp cannot resolve on any architecture."""
-    return sorted({n for r in policy["syscalls"] for n in r["names"]
-                   if _resolve(n.encode()) == NR_SCMP_ERROR})
+    return sorted(
+        {
+            n
+            for r in policy["syscalls"]
+            for n in r["names"]
+            if _resolve(n.encode()) == NR_SCMP_ERROR
+        }
+    )
 
 
 def write_numbers(policy, path):
     """Write the x86_64 numbers libseccomp gives the policy's names."""
-    nrs = {n: seccomp.resolve_syscall(seccomp.Arch.X86_64, n)
-           for r in policy["syscalls"] for n in r["names"]}
+    nrs = {
+        n: seccomp.resolve_syscall(seccomp.Arch.X86_64, n)
+        for r in policy["syscalls"]
+        for n in r["names"]
+    }
     with open(path, "w") as fp:
-        json.dump({n: nr for n, nr in sorted(nrs.items()) if nr >= 0}, fp,
-                  indent=0)
+        json.dump({n: nr for n, nr in sorted(nrs.items()) if nr >= 0}, fp, indent=0)
         fp.write("\n")
 
 
@@ -115,20 +124,31 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("policy", help="resolved OCI linux.seccomp JSON")
     p.add_argument("output", help="raw BPF output (struct sock_filter[])")
-    p.add_argument("--optimize", type=int, choices=(1, 2), default=1,
-                   help="SCMP_FLTATR_CTL_OPTIMIZE: 1 linear, 2 binary tree")
+    p.add_argument(
+        "--optimize",
+        type=int,
+        choices=(1, 2),
+        default=1,
+        help="SCMP_FLTATR_CTL_OPTIMIZE: 1 linear, 2 binary tree",
+    )
     p.add_argument("--reps", type=int, default=101)
-    p.add_argument("--numbers-out", metavar="FILE",
-                   help="also write {name: x86_64 number} for the names "
-                   "libseccomp resolves, so gvisor/ can compile the same set")
+    p.add_argument(
+        "--numbers-out",
+        metavar="FILE",
+        help="also write {name: x86_64 number} for the names "
+        "libseccomp resolves, so gvisor/ can compile the same set",
+    )
     opts = p.parse_args()
 
     with open(opts.policy) as fp:
         policy = json.load(fp)
     skipped = unknown_names(policy)
+    skip = set(skipped)
     if skipped:
-        print("libseccomp: skipped unknown syscalls: " + " ".join(skipped),
-              file=sys.stderr)
+        print(
+            "libseccomp: skipped unknown syscalls: " + " ".join(skipped),
+            file=sys.stderr,
+        )
 
     if opts.numbers_out:
         write_numbers(policy, opts.numbers_out)
@@ -136,23 +156,26 @@ def main():
     # libseccomp generates BPF lazily inside export, so the build is timed in
     # two phases: rule insertion and BPF generation (into /dev/null, to keep
     # file I/O out).
-    rules, gen = [], []
+    total, rules, gen = [], [], []
     with open(os.devnull, "wb") as null:
         for _ in range(opts.reps):
             t0 = time.perf_counter_ns()
-            f = build(policy, opts.optimize, set(skipped))
+            f = build(policy, opts.optimize, skip)
             t1 = time.perf_counter_ns()
             f.export_bpf(null)
+            t2 = time.perf_counter_ns()
+            total.append(t2 - t0)
             rules.append(t1 - t0)
-            gen.append(time.perf_counter_ns() - t1)
+            gen.append(t2 - t1)
     with open(opts.output, "wb") as out:
         f.export_bpf(out)
 
     n = os.path.getsize(opts.output) // 8
-    total = [a + b for a, b in zip(rules, gen)]
-    print(f"{n} instructions, build {median_us(total):.0f} us = rules "
-          f"{median_us(rules):.0f} + bpf {median_us(gen):.0f} "
-          f"(median of {opts.reps})")
+    print(
+        f"{n} instructions, build {median_us(total):.0f} us = rules "
+        f"{median_us(rules):.0f} + bpf {median_us(gen):.0f} "
+        f"(median of {opts.reps})"
+    )
 
 
 def median_us(ns):

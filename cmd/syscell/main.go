@@ -68,8 +68,8 @@ small, fast seccomp-bpf programs, and inspects, evaluates, converts, measures
 and benchmarks policies and programs.
 
 Exit status: 0 on success, 1 on a failure at run time, 2 on bad input.`,
-		Args:          rootArgs,
-		RunE:          func(*cobra.Command, []string) error { return inputErrorf("missing command (see syscell --help)") },
+		Args:          unknownCommand,
+		RunE:          missingCommand,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
@@ -80,12 +80,19 @@ Exit status: 0 on success, 1 on a failure at run time, 2 on bad input.`,
 	return root
 }
 
-// rootArgs rejects words that name no command.
-func rootArgs(_ *cobra.Command, args []string) error {
+// unknownCommand rejects words that name no subcommand of a command that
+// only groups others.
+func unknownCommand(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return inputErrorf("unknown command %q (see syscell --help)", args[0])
+		return inputErrorf("unknown command %q (see %s --help)", args[0], cmd.CommandPath())
 	}
 	return nil
+}
+
+// missingCommand is what a command that only groups others does when run
+// alone.
+func missingCommand(cmd *cobra.Command, _ []string) error {
+	return inputErrorf("missing command (see %s --help)", cmd.CommandPath())
 }
 
 // exactArgs accepts exactly the positional arguments named in the command's

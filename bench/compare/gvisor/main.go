@@ -26,10 +26,10 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/opencontainers/runtime-spec/specs-go"
-	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/bpf"
 	"gvisor.dev/gvisor/pkg/seccomp"
 	sentry "gvisor.dev/gvisor/pkg/sentry/syscalls/linux"
@@ -183,7 +183,7 @@ func program(policy *specs.LinuxSeccomp, table map[string]uintptr, noOptimize bo
 }
 
 func action(act specs.LinuxSeccompAction, errnoRet *uint) (seccomp.Action, error) {
-	ret := uint16(unix.EPERM)
+	ret := uint16(syscall.EPERM)
 	if errnoRet != nil {
 		ret = uint16(*errnoRet)
 	}

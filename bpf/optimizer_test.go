@@ -1,0 +1,225 @@
+package bpf
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// passNames lets test archives name a single pass to run.
+var passNames = map[string]pass{
+	"removeDeadCode":   removeDeadCode,
+	"threadJumps":      threadJumps,
+	"simplifyJumps":    simplifyJumps,
+	"useAnalysis":      useAnalysis,
+	"removeDeadWrites": removeDeadWrites,
+	"mergeReturns":     mergeReturns,
+	"Optimize":         func(p []Instruction) ([]Instruction, bool) { return Optimize(p), true },
+}
+
+// TestOptimizeVectors runs each case of testdata/optimize.txtar: a program
+// NAME.in, whose "; pass:" line names the pass to run (or Optimize), and
+// the expected result NAME.out, in Disassemble's format.
+func TestOptimizeVectors(t *testing.T) {
+	sections := readArchive(t, "testdata/optimize.txtar")
+	outs := map[string]string{}
+	for _, s := range sections {
+		if name, ok := strings.CutSuffix(s.name, ".out"); ok {
+			outs[name] = s.text
+		}
+	}
+	for _, s := range sections {
+		name, ok := strings.CutSuffix(s.name, ".in")
+		if !ok {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			in := mustAssemble(t, s.text)
+			if err := Validate(in); err != nil {
+				t.Fatal(err)
+			}
+			passName, _ := directive(s.text, "pass")
+			p, ok := passNames[passName]
+			if !ok {
+				t.Fatalf("unknown pass %q", passName)
+			}
+			got, _ := p(in)
+			want, ok := outs[name]
+			if !ok {
+				t.Fatal("no expected output")
+			}
+			if text := Disassemble(got); text != want {
+				t.Errorf("%s gives\n%swant\n%s", passName, text, want)
+			}
+			if err := Validate(got); err != nil {
+				t.Errorf("result is invalid: %v", err)
+			}
+			checkEquivalent(t, in, got, 5000)
+		})
+	}
+}
+
+// checkEquivalent runs both programs on random inputs drawn from the
+// constants of a.
+func checkEquivalent(t *testing.T, a, b []Instruction, inputs int) {
+	t.Helper()
+	c := seeded(uint64(len(a)))
+	consts := []uint32{0, 1, 2, 3, 4, 5, 0xffffffff}
+	for _, ins := range a {
+		consts = append(consts, ins.K, ins.K+1, ins.K-1)
+	}
+	for range inputs {
+		in := randomInput(c, consts)
+		if err := compareRuns(a, b, in); err != nil {
+			t.Fatalf("%v\nbefore:\n%safter:\n%s", err, Disassemble(a), Disassemble(b))
+		}
+	}
+}
+
+// compareRuns checks what Optimize promises for one input: the same
+// verdict, no more instructions executed, and no loss of kernel caching.
+func compareRuns(before, after []Instruction, in *SeccompData) error {
+	r1, err := Run(before, in)
+	if err != nil {
+		return err
+	}
+	r2, err := Run(after, in)
+	switch {
+	case err != nil:
+		return err
+	case r1.Ret != r2.Ret:
+		return fmt.Errorf("input %+v: returns %s, was %s", *in, formatRet(r2.Ret), formatRet(r1.Ret))
+	case r2.Executed > r1.Executed:
+		return fmt.Errorf("input %+v: executes %d instructions, was %d", *in, r2.Executed, r1.Executed)
+	case r1.KernelCacheable && !r2.KernelCacheable:
+		return fmt.Errorf("input %+v: no longer cacheable by the kernel", *in)
+	}
+	return nil
+}
+
+// checkOptimize checks Optimize on prog against the inputs: valid, no
+// longer, a fixed point, and equivalent on each input.
+func checkOptimize(t *testing.T, prog []Instruction, inputs []*SeccompData) []Instruction {
+	t.Helper()
+	out := Optimize(prog)
+	if err := Validate(out); err != nil {
+		t.Fatalf("Optimize made an invalid program: %v\nbefore:\n%safter:\n%s", err, Disassemble(prog), Disassemble(out))
+	}
+	if len(out) > len(prog) {
+		t.Fatalf("Optimize made the program longer: %d > %d", len(out), len(prog))
+	}
+	if again := Optimize(out); !slices.Equal(again, out) {
+		t.Fatalf("Optimize is not idempotent:\nonce:\n%stwice:\n%s", Disassemble(out), Disassemble(again))
+	}
+	for _, in := range inputs {
+		if err := compareRuns(prog, out, in); err != nil {
+			t.Fatalf("%v\nbefore:\n%safter:\n%s", err, Disassemble(prog), Disassemble(out))
+		}
+	}
+	return out
+}
+
+// TestOptimizeDifferential compares random programs with their optimized
+// forms on random inputs: at least 200,000 pairs, deterministically.
+func TestOptimizeDifferential(t *testing.T) {
+	const programs, inputsPerProgram = 4000, 60
+	c := seeded(1)
+	var before, after, ranBefore, ranAfter, pairs int
+	for i := range programs {
+		size := 1 + c.IntN(80)
+		if i%10 == 0 {
+			size = 200 + c.IntN(500)
+		}
+		prog, consts := randomProgram(c, size)
+		for prog == nil {
+			prog, consts = randomProgram(c, size)
+		}
+		if i%4 == 1 {
+			prog, consts = policyProgram(c)
+		}
+		inputs := make([]*SeccompData, inputsPerProgram)
+		for j := range inputs {
+			inputs[j] = randomInput(c, consts)
+		}
+		out := checkOptimize(t, prog, inputs)
+		if i%4 == 0 {
+			checkPassesAlone(t, prog, inputs)
+		}
+		before, after = before+len(prog), after+len(out)
+		for _, in := range inputs {
+			r1, _ := Run(prog, in)
+			r2, _ := Run(out, in)
+			ranBefore, ranAfter = ranBefore+r1.Executed, ranAfter+r2.Executed
+		}
+		pairs += len(inputs)
+	}
+	if pairs < 200000 {
+		t.Fatalf("only %d pairs", pairs)
+	}
+	t.Logf("%d (program, input) pairs; size %d -> %d instructions (%.1f%%), executed %d -> %d (%.1f%%)",
+		pairs, before, after, 100*float64(after)/float64(before), ranBefore, ranAfter, 100*float64(ranAfter)/float64(ranBefore))
+}
+
+// checkPassesAlone runs each pass once on prog, so that a mistake in one
+// cannot hide behind another.
+func checkPassesAlone(t *testing.T, prog []Instruction, inputs []*SeccompData) {
+	t.Helper()
+	for _, p := range passes {
+		out, changed := p(prog)
+		if !changed {
+			if !slices.Equal(out, prog) {
+				t.Fatal("a pass that reports no change changed the program")
+			}
+			continue
+		}
+		if len(out) > len(prog) {
+			t.Fatalf("a pass made the program longer:\n%s\n%s", Disassemble(prog), Disassemble(out))
+		}
+		if Validate(out) != nil {
+			// Refused by the kernel's scratch check; Optimize drops it.
+			continue
+		}
+		for _, in := range inputs {
+			if err := compareRuns(prog, out, in); err != nil {
+				t.Fatalf("%v\nbefore:\n%safter:\n%s", err, Disassemble(prog), Disassemble(out))
+			}
+		}
+	}
+}
+
+// FuzzOptimize builds a program and inputs from the fuzzer's bytes and
+// checks Optimize on them.
+func FuzzOptimize(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte("\x10\x20\x30\x40\x50\x60\x70\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0"))
+	c := seeded(99)
+	for range 8 {
+		seed := make([]byte, 64)
+		for i := range seed {
+			seed[i] = byte(c.Uint32())
+		}
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c := &byteChooser{b: b}
+		prog, consts := randomProgram(c, 1+c.IntN(300))
+		if prog == nil {
+			t.Skip("no valid program")
+		}
+		inputs := make([]*SeccompData, 16)
+		for i := range inputs {
+			inputs[i] = randomInput(c, consts)
+		}
+		checkOptimize(t, prog, inputs)
+		checkPassesAlone(t, prog, inputs)
+	})
+}
+
+// TestOptimizeLibseccompExport optimizes libseccomp's output.
+func TestOptimizeLibseccompExport(t *testing.T) {
+	prog := mustAssemble(t, string(mustRead(t, "testdata/libseccomp_x86_64.txt")))
+	out := Optimize(prog)
+	checkGolden(t, "testdata/libseccomp_x86_64.opt.txt", Disassemble(out))
+	checkEquivalent(t, prog, out, 20000)
+}

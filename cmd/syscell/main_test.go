@@ -1,0 +1,96 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestMain makes the test binary play syscell when testscript runs it under
+// that name.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){"syscell": main})
+}
+
+// fixtures are files of other packages' testdata that scripts use, copied
+// into each script's work directory under their base names.
+var fixtures = []string{
+	"../../policy/testdata/docker-default.json",
+}
+
+// TestScripts runs the command-line tests in testdata: good_* scripts for
+// what must work, fail_* scripts for bad input, each with its exit status and
+// its error.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata",
+		RequireExplicitExec: true,
+		Setup:               copyFixtures,
+		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"status": cmdStatus},
+	})
+}
+
+func copyFixtures(env *testscript.Env) error {
+	for _, f := range fixtures {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(env.WorkDir, filepath.Base(f)), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cmdStatus is "status N PROGRAM ARGS...": run the program, which must exit
+// with status N. Its output is then checked like exec's.
+func cmdStatus(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: status N PROGRAM [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	got := 0
+	var exitErr *exec.ExitError
+	if err := ts.Exec(args[1], args[2:]...); errors.As(err, &exitErr) {
+		got = exitErr.ExitCode()
+	} else {
+		ts.Check(err)
+	}
+	if got != want {
+		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
+	}
+}
+
+// TestRawNotToTerminal checks that compile refuses to write a binary program
+// to a terminal, which a script cannot give it.
+func TestRawNotToTerminal(t *testing.T) {
+	tty, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("SKIPPED: no pseudo-terminal to write to: %v", err)
+	}
+	defer tty.Close()
+	if !isTerminal(tty) {
+		t.Fatalf("isTerminal(%s) = false", tty.Name())
+	}
+	policy := filepath.Join(t.TempDir(), "p.toml")
+	if err := os.WriteFile(policy, []byte("version = 1\ndefault = \"allow\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root := rootCommand()
+	root.SetOut(tty)
+	root.SetArgs([]string{"compile", policy})
+	err = root.Execute()
+	if err == nil {
+		t.Fatal("compile wrote a binary program to a terminal")
+	}
+	if code := exitCode(err); code != 2 {
+		t.Fatalf("compile to a terminal: exit status %d (%v), want 2", code, err)
+	}
+}
