@@ -322,8 +322,6 @@ func renderArgCheck(c chooser, b *Builder, yes, no Label) []uint32 {
 		b.Add(LoadAbs(ArgLow(arg)))
 		b.Add(Alu(AluAnd, 0x7))
 		renderIf(b, JmpJeq, lo&0x7, yes, no)
-		b.Bind(low)
-		b.Add(Ret(retKillThread))
 	}
 	return []uint32{hi, lo}
 }

@@ -278,12 +278,12 @@ func BenchmarkRun(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.ReportMetric(float64(len(bc.prog)), "insns")
-			b.ReportMetric(float64(res.Executed), "executed")
 			b.ReportAllocs()
 			for b.Loop() {
 				Run(bc.prog, &bc.in)
 			}
+			b.ReportMetric(float64(len(bc.prog)), "insns")
+			b.ReportMetric(float64(res.Executed), "executed")
 		})
 	}
 }

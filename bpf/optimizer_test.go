@@ -20,15 +20,12 @@ var passNames = map[string]pass{
 
 // TestOptimizeVectors runs each case of testdata/optimize.txtar: a program
 // NAME.in, whose "; pass:" line names the pass to run (or Optimize), and
-// the expected result NAME.out, in Disassemble's format.
+// the expected result NAME.out, in Disassemble's format. With -update it
+// rewrites the results.
 func TestOptimizeVectors(t *testing.T) {
-	sections := readArchive(t, "testdata/optimize.txtar")
-	outs := map[string]string{}
-	for _, s := range sections {
-		if name, ok := strings.CutSuffix(s.name, ".out"); ok {
-			outs[name] = s.text
-		}
-	}
+	const path = "testdata/optimize.txtar"
+	header, sections := readArchiveWithHeader(t, path)
+	results := map[string]string{}
 	for _, s := range sections {
 		name, ok := strings.CutSuffix(s.name, ".in")
 		if !ok {
@@ -45,18 +42,27 @@ func TestOptimizeVectors(t *testing.T) {
 				t.Fatalf("unknown pass %q", passName)
 			}
 			got, _ := p(in)
-			want, ok := outs[name]
-			if !ok {
-				t.Fatal("no expected output")
-			}
-			if text := Disassemble(got); text != want {
-				t.Errorf("%s gives\n%swant\n%s", passName, text, want)
-			}
 			if err := Validate(got); err != nil {
 				t.Errorf("result is invalid: %v", err)
 			}
 			checkEquivalent(t, in, got, 5000)
+			results[name] = Disassemble(got) + "\n"
 		})
+	}
+	for i, s := range sections {
+		name, ok := strings.CutSuffix(s.name, ".out")
+		if !ok {
+			continue
+		}
+		switch {
+		case *update:
+			sections[i].text = results[name]
+		case results[name] != s.text:
+			t.Errorf("%s: got\n%swant\n%s", name, results[name], s.text)
+		}
+	}
+	if *update {
+		writeArchive(t, path, header, sections)
 	}
 }
 
@@ -222,4 +228,68 @@ func TestOptimizeLibseccompExport(t *testing.T) {
 	out := Optimize(prog)
 	checkGolden(t, "testdata/libseccomp_x86_64.opt.txt", Disassemble(out))
 	checkEquivalent(t, prog, out, 20000)
+}
+
+// TestThreadJumpsReach checks that a conditional jump follows a chain of
+// unconditional jumps only as far as eight bits reach, while an
+// unconditional one goes to its end.
+func TestThreadJumpsReach(t *testing.T) {
+	var b Builder
+	hop, mid, far := b.NewLabel("hop"), b.NewLabel("mid"), b.NewLabel("far")
+	b.Add(LoadAbs(OffsetNr))
+	b.JumpIf(JmpJeq, 1, hop, Next)
+	for _, l := range []struct {
+		at   int
+		name Label
+		to   Label
+	}{{100, hop, mid}, {250, mid, far}, {400, far, Next}} {
+		for b.Len() < l.at-1 {
+			b.Add(LoadAbs(OffsetArch))
+		}
+		b.Add(Instruction{Op: opRetA})
+		b.Bind(l.name)
+		if l.to != Next {
+			b.JumpTo(l.to)
+		}
+	}
+	b.Add(Ret(retAllow))
+	prog, err := b.Program()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, changed := threadJumps(prog)
+	if !changed {
+		t.Fatal("threadJumps changed nothing")
+	}
+	if got := 2 + int(out[1].Jt); got != 250 {
+		t.Errorf("the conditional jump goes to %d, want 250, the farthest ja it reaches", got)
+	}
+	if got := 101 + int(out[100].K); got != 400 {
+		t.Errorf("the ja at 100 goes to %d, want 400", got)
+	}
+}
+
+// TestOptimizeRespectsKernelScratchCheck shows the case where a sound
+// rewrite would make the kernel refuse the program, and Optimize skips it.
+func TestOptimizeRespectsKernelScratchCheck(t *testing.T) {
+	prog := mustAssemble(t, `
+		ld [0]
+		jeq #0x1, +0, 4
+		st M[0]
+		ja 6
+		ret ALLOW
+		st M[0] ; dead, but the kernel needs it
+		ld M[0]
+		ret a
+	`)
+	if err := Validate(prog); err != nil {
+		t.Fatal(err)
+	}
+	alone, changed := removeDeadCode(prog)
+	if !changed || Validate(alone) == nil {
+		t.Fatalf("removing the dead store should make the kernel refuse the program:\n%s", Disassemble(alone))
+	}
+	if out := Optimize(prog); Validate(out) != nil {
+		t.Fatalf("Optimize made a program the kernel refuses:\n%s", Disassemble(out))
+	}
 }

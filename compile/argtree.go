@@ -13,12 +13,9 @@ func (c *compiler) fnNode(f *function) nodeID {
 	if id, ok := c.memo[f.key]; ok {
 		return id
 	}
-	var id nodeID
-	switch ws := f.words(); {
-	case f.constant():
-		id = c.d.ret(f.def.Ret())
-	default:
-		id = c.wordNode(f, ws[0])
+	id := c.d.ret(f.def.Ret())
+	if !f.constant() {
+		id = c.wordNode(f, f.words()[0])
 	}
 	c.memo[f.key] = id
 	return id

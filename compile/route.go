@@ -29,7 +29,8 @@ type router struct {
 	spans    []span
 	prefix   []float64
 	sizeCost float64
-	memo     map[[2]int]plan
+	plans    []plan    // n×n, by i*n+j; cost < 0 until computed
+	chains   []float64 // n×n cost of a jeq chain, < 0 where none fits
 }
 
 // plan is the best way found to route spans i..j.
@@ -46,11 +47,16 @@ func (d *dag) route(w uint32, spans []span, sizeCost float64) nodeID {
 	if len(spans) == 1 {
 		return spans[0].to
 	}
-	r := &router{d: d, w: w, spans: spans, sizeCost: sizeCost, memo: map[[2]int]plan{}}
+	n := len(spans)
+	r := &router{d: d, w: w, spans: spans, sizeCost: sizeCost, plans: make([]plan, n*n)}
+	for i := range r.plans {
+		r.plans[i].cost = -1
+	}
 	r.prefix = make([]float64, len(spans)+1)
 	for i, s := range spans {
 		r.prefix[i+1] = r.prefix[i] + s.weight
 	}
+	r.chainCosts()
 	return r.build(0, len(spans)-1)
 }
 
@@ -71,15 +77,15 @@ func mergeSpans(spans []span) []span {
 func (r *router) weight(i, j int) float64 { return r.prefix[j+1] - r.prefix[i] }
 
 func (r *router) best(i, j int) plan {
-	key := [2]int{i, j}
-	if p, ok := r.memo[key]; ok {
-		return p
+	slot := &r.plans[i*len(r.spans)+j]
+	if slot.cost >= 0 {
+		return *slot
 	}
 	p := plan{cost: -1}
-	if r.uniform(i, j) {
+	if i == j { // neighbours never share a node once merged
 		p = plan{leaf: true}
 	} else {
-		if c, ok := r.chainCost(i, j); ok {
+		if c := r.chains[i*len(r.spans)+j]; c >= 0 {
 			p = plan{cost: c, chain: true}
 		}
 		lo, hi := r.splitRange(i, j)
@@ -90,7 +96,7 @@ func (r *router) best(i, j int) plan {
 			}
 		}
 	}
-	r.memo[key] = p
+	*slot = p
 	return p
 }
 
@@ -108,60 +114,68 @@ func (r *router) splitRange(i, j int) (int, int) {
 	return lo, hi
 }
 
-func (r *router) uniform(i, j int) bool {
-	for k := i + 1; k <= j; k++ {
-		if r.spans[k].to != r.spans[i].to {
-			return false
+// chainCosts computes the cost of a jeq chain for every range that can
+// have one, extending each range one span at a time.
+func (r *router) chainCosts() {
+	n := len(r.spans)
+	r.chains = make([]float64, n*n)
+	for i := range r.chains {
+		r.chains[i] = -1
+	}
+	buf := make([]span, 0, 2*maxChain+1)
+	for i := 0; i < n; i++ {
+		bg := nodeID(-1)
+		for j := i; j < n && j-i <= 2*maxChain; j++ {
+			if s := r.spans[j]; s.lo != s.hi {
+				if bg >= 0 && s.to != bg {
+					break
+				}
+				bg = s.to
+			}
+			if bg < 0 || j == i {
+				continue
+			}
+			buf = r.appendPoints(buf[:0], i, j, bg)
+			if len(buf) > maxChain {
+				continue
+			}
+			r.chains[i*n+j] = r.chainCost(buf, r.weight(i, j))
 		}
 	}
-	return true
 }
 
-// chainPoints returns the single values of i..j that differ from the
-// background shared by all the other spans, heaviest first.
-func (r *router) chainPoints(i, j int) ([]span, nodeID, bool) {
-	bg := nodeID(-1)
-	var points []span
+// appendPoints appends the single values of i..j that differ from bg,
+// heaviest first.
+func (r *router) appendPoints(buf []span, i, j int, bg nodeID) []span {
 	for k := i; k <= j; k++ {
-		s := r.spans[k]
-		if s.lo == s.hi {
-			points = append(points, s)
-			continue
-		}
-		if bg >= 0 && s.to != bg {
-			return nil, 0, false
-		}
-		bg = s.to
-	}
-	if bg < 0 {
-		return nil, 0, false
-	}
-	out := points[:0]
-	for _, p := range points {
-		if p.to != bg {
-			out = append(out, p)
+		if s := r.spans[k]; s.lo == s.hi && s.to != bg {
+			buf = append(buf, s)
 		}
 	}
-	if len(out) > maxChain {
-		return nil, 0, false
-	}
-	sort.SliceStable(out, func(a, b int) bool { return out[a].weight > out[b].weight })
-	return out, bg, true
+	sort.SliceStable(buf, func(a, b int) bool { return buf[a].weight > buf[b].weight })
+	return buf
 }
 
-func (r *router) chainCost(i, j int) (float64, bool) {
-	points, _, ok := r.chainPoints(i, j)
-	if !ok {
-		return 0, false
-	}
-	rest := r.weight(i, j)
+// chainCost is the cost of testing points in order, everything else paying
+// for every test.
+func (r *router) chainCost(points []span, total float64) float64 {
 	cost := 0.0
-	for n, p := range points {
-		cost += p.weight * float64(n+1)
-		rest -= p.weight
+	for k, p := range points {
+		cost += p.weight * float64(k+1)
+		total -= p.weight
 	}
-	n := float64(len(points))
-	return cost + rest*n + r.sizeCost*n, true
+	m := float64(len(points))
+	return cost + total*m + r.sizeCost*m
+}
+
+// background is the node of the wide spans of a chainable range.
+func (r *router) background(i, j int) nodeID {
+	for k := i; k <= j; k++ {
+		if s := r.spans[k]; s.lo != s.hi {
+			return s.to
+		}
+	}
+	panic("compile: chain without background")
 }
 
 func (r *router) build(i, j int) nodeID {
@@ -170,7 +184,8 @@ func (r *router) build(i, j int) nodeID {
 	case p.leaf:
 		return r.spans[i].to
 	case p.chain:
-		points, bg, _ := r.chainPoints(i, j)
+		bg := r.background(i, j)
+		points := r.appendPoints(nil, i, j, bg)
 		id := bg
 		for n := len(points) - 1; n >= 0; n-- {
 			id = r.d.test(r.w, bpf.JmpJeq, points[n].lo, points[n].to, id)

@@ -1,0 +1,35 @@
+# syscell's build. `make demo` and `make test` are the two commands a
+# newcomer needs; both install missing system packages first (make deps).
+
+GO ?= go
+BIN := bin/syscell
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+# The whole suite takes a few minutes on two cores; the limit only stops a
+# hung test.
+TEST_TIMEOUT ?= 20m
+
+.PHONY: build test vet fmt-check deps demo clean
+
+build:
+	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/syscell
+
+# The whole test suite: vet, formatting, and every package's tests, the
+# command line's testscript scripts (cmd/syscell/testdata) among them.
+test: deps vet fmt-check
+	$(GO) test -timeout $(TEST_TIMEOUT) ./...
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@files=$$(git ls-files --cached --others --exclude-standard '*.go' | xargs gofmt -l); \
+	if [ -n "$$files" ]; then echo "gofmt would change:" $$files; exit 1; fi
+
+deps:
+	@scripts/install-deps.sh
+
+demo: deps build
+	scripts/demo.sh $(BIN)
+
+clean:
+	rm -rf bin

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The demo: Docker's default seccomp profile through syscell. Compiles it,
+# decides a few syscalls with the program, and measures the program next to
+# libseccomp's for the same profile.
+#
+#   scripts/demo.sh [SYSCELL]    (make demo builds bin/syscell and runs this)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+syscell=${1:-bin/syscell}
+# Docker's profile (moby/moby profiles/seccomp/default.json, Apache-2.0;
+# see policy/testdata/README.md).
+profile=policy/testdata/docker-default.json
+out=bin/demo
+mkdir -p "$out"
+
+# show CMD...: print a command, then run it.
+show() {
+	echo
+	echo "\$ $*"
+	"$@"
+}
+
+echo "== Compile Docker's default profile, for the container of 'docker run'"
+echo "   (Docker's 14 default capabilities, this machine's kernel)."
+show "$syscell" compile "$profile" --stats -o "$out/docker.bpf"
+show "$syscell" convert "$profile" --to toml -o "$out/docker.toml"
+echo "(the profile, resolved, in syscell's TOML: $out/docker.toml)"
+"$syscell" disasm "$out/docker.bpf" >"$out/docker.asm"
+echo
+echo "\$ $syscell disasm $out/docker.bpf | head -n 16"
+head -n 16 "$out/docker.asm"
+echo "(all of it: $out/docker.asm)"
+
+echo
+echo "== Decide syscalls with the program; eval checks each verdict against the policy."
+show "$syscell" eval "$out/docker.toml" --syscall read
+show "$syscell" eval "$out/docker.toml" --syscall mount
+show "$syscell" eval "$out/docker.toml" --syscall socket --arg 0=40
+show "$syscell" eval "$out/docker.toml" --syscall socket --arg 0=2
+show "$syscell" eval "$out/docker.toml" --syscall clone3
+show "$syscell" eval "$out/docker.toml" --arch x86 --syscall socketcall
+
+echo
+echo "== Measure: syscell's program and libseccomp's (binary tree), x86_64 only."
+"$syscell" convert "$out/docker.toml" --to oci --arch x86_64 -o "$out/docker-x86_64.json"
+"$syscell" compile "$out/docker-x86_64.json" -o "$out/syscell-x86_64.bpf"
+# Debian's binding is built for the system interpreter.
+/usr/bin/python3 bench/compare/libseccomp.py --optimize 2 --reps 1 \
+	"$out/docker-x86_64.json" "$out/libseccomp-x86_64.bpf"
+show "$syscell" measure "$out/syscell-x86_64.bpf" --policy "$out/docker-x86_64.json"
+show "$syscell" measure "$out/libseccomp-x86_64.bpf" --policy "$out/docker-x86_64.json"
+echo
+echo "(libseccomp $(dpkg-query -W -f='${Version}' libseccomp2) does not know the"
+echo " syscalls it mismatches on, so it leaves them to the default action.)"

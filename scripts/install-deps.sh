@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages that syscell's tests, benchmarks and demo
+# need, when any is missing. Quiet when all are present; runs apt-get update
+# only when something is to be installed.
+set -euo pipefail
+
+packages=(
+	clang llvm libbpf-dev bpftool # eBPF programs
+	libseccomp-dev python3-seccomp # libseccomp, the baseline compiler
+	strace runc crun               # tracing and container runtimes
+	gcc make
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		missing+=("$p")
+	fi
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+	exit 0
+fi
+
+sudo=()
+if [[ $(id -u) -ne 0 ]]; then
+	sudo=(sudo)
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
