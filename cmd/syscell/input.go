@@ -24,7 +24,7 @@ type policyFlags struct {
 
 func (f *policyFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	fs.StringSliceVar(&f.caps, "caps", nil, "capabilities of the container an OCI profile is imported for (default: Docker's 14 defaults)")
+	fs.StringSliceVar(&f.caps, "caps", nil, "capabilities of the container an OCI profile is imported for; '' for none (default: Docker's 14)")
 	fs.StringVar(&f.kernel, "kernel", "", "kernel version `X.Y` that an OCI profile's minKernel is compared with (default: the running kernel's)")
 }
 
