@@ -87,3 +87,49 @@ func archNames(arches []syscalls.Arch) string {
 	}
 	return s
 }
+
+// TestDockerCoverage is gVisor's secfuzz criterion: inputs generated from the
+// policy reach every instruction and both sides of every branch of the
+// optimized program, and each is decided as the policy says.
+func TestDockerCoverage(t *testing.T) {
+	for _, arches := range [][]syscalls.Arch{{syscalls.X86_64}, syscalls.Arches} {
+		r := dockerProfile(t, arches...)
+		prog, err := Compile(r, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cov bpf.Coverage
+		for _, in := range coverageInputs(r) {
+			d := bpf.SeccompData{Nr: in.nr, Arch: in.arch, Args: in.args}
+			res, err := bpf.RunCovered(prog, &d, &cov)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := r.Decide(in.arch, in.nr, in.args).Ret(); res.Ret != want {
+				t.Fatalf("%+v: program %#x, policy %#x", in, res.Ret, want)
+			}
+		}
+		if missing := cov.Missing(prog); len(missing) > 0 {
+			t.Errorf("%v: not covered: %v\n%s", arches, missing, bpf.Disassemble(prog))
+		}
+	}
+}
+
+// coverageInputs: every number of every ABI's range, with the argument
+// vectors of its rules, from each ABI and from a foreign one.
+func coverageInputs(r *policy.Resolved) []input {
+	var in []input
+	for _, arch := range []uint32{syscalls.AuditArchX86_64, syscalls.AuditArchI386, 0xdead} {
+		for _, base := range []uint32{0, syscalls.X32Bit} {
+			for nr := base; nr < base+measure.Range; nr++ {
+				for _, t := range r.Tables {
+					for _, args := range measure.ArgVectors(t.Syscalls[nr]) {
+						in = append(in, input{arch, nr, args})
+					}
+				}
+			}
+		}
+		in = append(in, input{arch, ^uint32(0), [policy.MaxArgs]uint64{}})
+	}
+	return in
+}
