@@ -15,10 +15,28 @@ func (c *compiler) fnNode(f *function) nodeID {
 	}
 	id := c.d.ret(f.def.Ret())
 	if !f.constant() {
-		id = c.wordNode(f, f.words()[0])
+		id = c.bestFirstWord(f)
 	}
 	c.memo[f.key] = id
 	return id
+}
+
+// bestFirstWord builds the decision starting from the high half of the first
+// argument and, when the function reads it too, from its low half, and keeps
+// the one with the shorter paths. Which half should go first depends on the
+// conditions: "arg != 38" is decided by the low half alone for almost every
+// value, while a set of allowed values shares one high half.
+func (c *compiler) bestFirstWord(f *function) nodeID {
+	ws := f.words()
+	best := c.wordNode(f, ws[0])
+	if len(ws) < 2 || ws[1] != ws[0]-4 {
+		return best
+	}
+	alt := c.wordNode(f, ws[1])
+	if c.d.meanPath(alt, f.probes) < c.d.meanPath(best, f.probes) {
+		return alt
+	}
+	return best
 }
 
 // wordNode branches on word w. Masked atoms are decided one at a time;
@@ -37,6 +55,10 @@ func (c *compiler) wordNode(f *function, w uint32) nodeID {
 	for _, cl := range classes(atoms) {
 		sub := f.substitute(fixValue(w, cl[0]))
 		spans = append(spans, span{lo: cl[0], hi: cl[1], to: c.fnNode(sub), weight: 1})
+	}
+	spans = mergeSpans(spans)
+	if m, in, rest, ok := cube(spans); ok {
+		return c.d.test(w, bpf.JmpJset, ^m, c.d.route(w, rest, sizeCost), in)
 	}
 	return c.d.route(w, spans, sizeCost)
 }

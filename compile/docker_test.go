@@ -123,7 +123,7 @@ func coverageInputs(r *policy.Resolved) []input {
 		for _, base := range []uint32{0, syscalls.X32Bit} {
 			for nr := base; nr < base+measure.Range; nr++ {
 				for _, t := range r.Tables {
-					for _, args := range measure.ArgVectors(t.Syscalls[nr]) {
+					for _, args := range policy.ArgVectors(t.Syscalls[nr]) {
 						in = append(in, input{arch, nr, args})
 					}
 				}

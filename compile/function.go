@@ -22,6 +22,8 @@ type function struct {
 	groups []group
 	def    policy.Action
 	key    string
+	// probes are the inputs the cost model judges alternatives on.
+	probes []words
 }
 
 // newFunction builds the function of a syscall's branches on one ABI.
@@ -43,7 +45,9 @@ func newFunction(branches []policy.Branch, def policy.Action, is32 bool) *functi
 	for i, a := range actions {
 		groups[i] = group{action: a, cond: or(byAction[a]...)}
 	}
-	return simplify(groups, def)
+	f := simplify(groups, def)
+	f.probes = probeWords(policy.ArgVectors(branches))
+	return f
 }
 
 // simplify drops groups that can never decide and computes the key.
@@ -80,7 +84,9 @@ func (f *function) substitute(fix func(atom) (bool, bool)) *function {
 	for i, g := range f.groups {
 		groups[i] = group{action: g.action, cond: g.cond.substitute(fix)}
 	}
-	return simplify(groups, f.def)
+	sub := simplify(groups, f.def)
+	sub.probes = f.probes
+	return sub
 }
 
 // words lists the words the function reads, in the order they are tested.

@@ -3,7 +3,6 @@ package compile
 import (
 	"math/rand"
 
-	"github.com/syscell/syscell/measure"
 	"github.com/syscell/syscell/policy"
 	"github.com/syscell/syscell/syscalls"
 )
@@ -91,7 +90,7 @@ func inputsFor(r *policy.Resolved, rng *rand.Rand, randomArgs int) []input {
 	for _, arch := range []uint32{syscalls.AuditArchX86_64, syscalls.AuditArchI386, 0xdead} {
 		for _, t := range r.Tables {
 			for nr, branches := range t.Syscalls {
-				for _, args := range measure.ArgVectors(branches) {
+				for _, args := range policy.ArgVectors(branches) {
 					in = append(in, input{arch, nr, args}, input{arch, nr ^ syscalls.X32Bit, args})
 				}
 				for k := 0; k < randomArgs; k++ {

@@ -94,7 +94,7 @@ type syscallStats struct {
 
 func measureSyscall(prog []bpf.Instruction, r *policy.Resolved, t *policy.Table, nr uint32, rep *Report) (syscallStats, error) {
 	branches := t.Syscalls[nr]
-	vectors := ArgVectors(branches)
+	vectors := policy.ArgVectors(branches)
 	s := syscallStats{argRules: hasConds(branches)}
 	name, _ := syscalls.Name(t.Arch, nr)
 	for _, args := range vectors {

@@ -21,6 +21,7 @@ func TestMain(m *testing.M) {
 // into each script's work directory under their base names.
 var fixtures = []string{
 	"../../policy/testdata/docker-default.json",
+	"../../policy/testdata/docker-default.toml",
 }
 
 // TestScripts runs the command-line tests in testdata: good_* scripts for
