@@ -58,6 +58,8 @@ type machine struct {
 func run(prog []Instruction, in *SeccompData, cov *Coverage) (Result, error) {
 	var m machine
 	res := Result{KernelCacheable: true}
+	// A lives in a local variable, kept in a register, on the hot path.
+	a := uint32(0)
 	pc := 0
 	for pc < len(prog) {
 		ins := prog[pc]
@@ -72,7 +74,7 @@ func run(prog []Instruction, in *SeccompData, cov *Coverage) (Result, error) {
 			if !ok {
 				return Result{}, runError(pc, ins, "loads outside struct seccomp_data")
 			}
-			m.a = w
+			a = w
 			switch {
 			case ins.K >= OffsetArgs:
 				res.ReadsArgs = true
@@ -88,17 +90,18 @@ func run(prog []Instruction, in *SeccompData, cov *Coverage) (Result, error) {
 		case opJa:
 			next += int(ins.K)
 		case ClassJmp | JmpJeq | SrcK:
-			next += m.branch(cov, pc, ins, m.a == ins.K)
+			next += jump(cov, pc, ins, a == ins.K)
 		case ClassJmp | JmpJgt | SrcK:
-			next += m.branch(cov, pc, ins, m.a > ins.K)
+			next += jump(cov, pc, ins, a > ins.K)
 		case ClassJmp | JmpJge | SrcK:
-			next += m.branch(cov, pc, ins, m.a >= ins.K)
+			next += jump(cov, pc, ins, a >= ins.K)
 		case ClassJmp | JmpJset | SrcK:
-			next += m.branch(cov, pc, ins, m.a&ins.K != 0)
+			next += jump(cov, pc, ins, a&ins.K != 0)
 		case ClassAlu | AluAnd | SrcK:
-			m.a &= ins.K
+			a &= ins.K
 		default:
 			res.KernelCacheable = false
+			m.a = a
 			skip, done, err := m.step(cov, pc, ins)
 			if err != nil {
 				return Result{}, err
@@ -107,6 +110,7 @@ func run(prog []Instruction, in *SeccompData, cov *Coverage) (Result, error) {
 				res.Ret = m.a
 				return res, nil
 			}
+			a = m.a
 			next += skip
 		}
 		pc = next
@@ -114,9 +118,9 @@ func run(prog []Instruction, in *SeccompData, cov *Coverage) (Result, error) {
 	return Result{}, fmt.Errorf("bpf: execution runs past the end of the program, which has %d instructions", len(prog))
 }
 
-// branch records the outcome of a conditional jump and returns how far it
+// jump records the outcome of a conditional jump and returns how far it
 // goes past the next instruction.
-func (m *machine) branch(cov *Coverage, pc int, ins Instruction, cond bool) int {
+func jump(cov *Coverage, pc int, ins Instruction, cond bool) int {
 	if cond {
 		if cov != nil {
 			cov.marks[pc] |= markTrue
@@ -146,7 +150,7 @@ func (m *machine) step(cov *Coverage, pc int, ins Instruction) (skip int, done b
 		if ins.Op != ClassJmp|op|SrcX || op < JmpJeq || op > JmpJset {
 			return 0, false, runError(pc, ins, "is not a known jump")
 		}
-		return m.branch(cov, pc, ins, compare(op, m.a, m.x)), false, nil
+		return jump(cov, pc, ins, compare(op, m.a, m.x)), false, nil
 	}
 	switch ins.Op {
 	case opRetA:

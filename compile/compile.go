@@ -38,13 +38,16 @@ type Options struct {
 // argWeight times (the kernel cannot cache it, so it runs the filter on
 // every call), and hot syscalls count more still, by rank.
 const (
-	argWeight = 300.0
-	hotWeight = 96.0
+	argWeight = 3000.0
+	hotWeight = 12000.0
 	// sizeCost is what one more instruction in the program is worth, in
 	// executed instructions over the uniform measure.
 	sizeCost = 6.0
 	// measured is how many numbers of each ABI the uniform measure covers.
 	measured = 1024
+	// spanFloor is added to the weight of every run of default verdicts, so
+	// that none is light enough to be buried deep: it bounds the longest path.
+	spanFloor = 16.0
 )
 
 // Compile builds the program for r.
@@ -144,14 +147,13 @@ func (c *compiler) tableSpans(t *policy.Table, lo, hi uint32, bad nodeID) []span
 }
 
 // uniformWeight counts the numbers of [lo, hi] inside the measured range of
-// an ABI that starts at base; a span outside it still weighs a little so
-// that it is not buried deep.
+// an ABI that starts at base, plus spanFloor.
 func uniformWeight(lo, hi, base uint32) float64 {
 	end := uint64(base) + measured - 1
 	if uint64(lo) > end {
-		return 0.5
+		return spanFloor
 	}
-	return float64(min(uint64(hi), end)-uint64(lo)+1) + 0.5
+	return float64(min(uint64(hi), end)-uint64(lo)+1) + spanFloor
 }
 
 func (c *compiler) callWeight(a syscalls.Arch, nr uint32, f *function) float64 {
