@@ -1,7 +1,6 @@
 package compile
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 
@@ -28,6 +27,9 @@ type function struct {
 
 // newFunction builds the function of a syscall's branches on one ABI.
 func newFunction(branches []policy.Branch, def policy.Action, is32 bool) *function {
+	if act, ok := unconditional(branches); ok {
+		return &function{def: act, key: act.String()}
+	}
 	byAction := map[policy.Action][]*expr{}
 	var actions []policy.Action
 	for _, b := range branches {
@@ -46,8 +48,25 @@ func newFunction(branches []policy.Branch, def policy.Action, is32 bool) *functi
 		groups[i] = group{action: a, cond: or(byAction[a]...)}
 	}
 	f := simplify(groups, def)
-	f.probes = probeWords(policy.ArgVectors(branches))
+	if !f.constant() {
+		f.probes = probeWords(policy.ArgVectors(branches))
+	}
 	return f
+}
+
+// unconditional is the verdict of branches that read no argument: the one
+// that takes precedence.
+func unconditional(branches []policy.Branch) (policy.Action, bool) {
+	best := branches[0].Action
+	for _, b := range branches {
+		if len(b.Conds) > 0 {
+			return best, false
+		}
+		if b.Action.Precedes(best) {
+			best = b.Action
+		}
+	}
+	return best, true
 }
 
 // simplify drops groups that can never decide and computes the key.
@@ -69,9 +88,12 @@ func simplify(groups []group, def policy.Action) *function {
 	}
 	var b strings.Builder
 	for _, g := range out {
-		fmt.Fprintf(&b, "%s:%s;", g.action, g.cond.key)
+		b.WriteString(g.action.String())
+		b.WriteByte(':')
+		b.WriteString(g.cond.key)
+		b.WriteByte(';')
 	}
-	fmt.Fprintf(&b, "%s", def)
+	b.WriteString(def.String())
 	return &function{groups: out, def: def, key: b.String()}
 }
 

@@ -100,17 +100,25 @@ func (r *router) best(i, j int) plan {
 	return p
 }
 
-// splitRange bounds the split points tried: all of them for small ranges,
-// a window around the weighted median for large ones, which keeps compile
-// time near-linear on policies with hundreds of spans.
+// splitRange bounds the split points tried by Knuth's rule for optimal
+// search trees: the best root of i..j lies between those of i..j-1 and
+// i+1..j. That makes the search quadratic instead of cubic; with chains in
+// the cost model the rule is a heuristic, so an empty window falls back to
+// every split.
 func (r *router) splitRange(i, j int) (int, int) {
-	const window = 24
-	if j-i <= 2*window {
+	lo, hi := i+1, j
+	if j-i < 2 {
+		return lo, hi
+	}
+	if p := r.best(i, j-1); p.split > 0 {
+		lo = max(lo, p.split)
+	}
+	if p := r.best(i+1, j); p.split > 0 {
+		hi = min(hi, p.split)
+	}
+	if lo > hi {
 		return i + 1, j
 	}
-	half := (r.prefix[i] + r.prefix[j+1]) / 2
-	m := sort.Search(j-i, func(k int) bool { return r.prefix[i+k+1] >= half }) + i
-	lo, hi := max(i+1, m-window), min(j, m+window)
 	return lo, hi
 }
 
