@@ -22,7 +22,7 @@ vet:
 	$(GO) vet ./...
 
 fmt-check:
-	@files=$$(git ls-files --cached --others --exclude-standard '*.go' | xargs gofmt -l); \
+	@files=$$(gofmt -l .); \
 	if [ -n "$$files" ]; then echo "gofmt would change:" $$files; exit 1; fi
 
 deps:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Assemble reads the text Disassemble writes. Each line holds one
@@ -87,8 +88,13 @@ type parser struct {
 	labels map[string]int
 }
 
+// instruction reads the text of one instruction: a mnemonic, then
+// operands separated by commas.
 func (p parser) instruction(s string) (Instruction, error) {
-	mnemonic, rest, _ := strings.Cut(s, " ")
+	mnemonic, rest := s, ""
+	if i := strings.IndexFunc(s, unicode.IsSpace); i >= 0 {
+		mnemonic, rest = s[:i], s[i:]
+	}
 	args := splitArgs(rest)
 	switch mnemonic {
 	case "ld", "ldh", "ldb", "ldx", "st", "stx":
@@ -128,11 +134,12 @@ func splitArgs(s string) []string {
 	}
 	args := strings.Split(s, ",")
 	for i, a := range args {
-		args[i] = strings.ReplaceAll(a, " ", "")
+		args[i] = strings.Join(strings.Fields(a), "")
 	}
 	return args
 }
 
+// arity checks the number of operands.
 func arity(args []string, n int) error {
 	if len(args) != n {
 		return fmt.Errorf("want %d operands, have %d", n, len(args))

@@ -89,7 +89,7 @@ func TestAssemble(t *testing.T) {
 			[]Instruction{LoadAbs(0), Jump(JmpJeq, 1, 0, 1), Ret(retAllow), Ret(retErrno | 1)}},
 		{"relative and decimal", "ld [0]\njeq #1, +0, +1\nret #2147418112\nret #0x50001",
 			[]Instruction{LoadAbs(0), Jump(JmpJeq, 1, 0, 1), Ret(retAllow), Ret(retErrno | 1)}},
-		{"spacing and comments", "  ; a comment\n\n\tld  [x+4]\nldb [x + 4]\n  ja   end ; far\nend: \nret  a",
+		{"spacing and comments", "  ; a comment\n\n\tld  [x+4]\nldb\t[x +\t4]\n  ja   end ; far\nend: \nret  a",
 			[]Instruction{{Op: opLdIndW, K: 4}, {Op: opLdIndB, K: 4}, Ja(0), {Op: opRetA}}},
 		{"all moves", "ld #len\nldx #len\nld #7\nldx #0x7\nld M[1]\nldx M[2]\nst M[3]\nstx M[4]\nldx 4*([14]&0xf)\nldh [2]\nldb [3]\nld [x + 1]\nldh [x + 2]",
 			[]Instruction{{Op: opLdLen}, {Op: opLdxLen}, {Op: opLdImm, K: 7}, {Op: opLdxImm, K: 7}, {Op: opLdMem, K: 1}, {Op: opLdxMem, K: 2},

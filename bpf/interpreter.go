@@ -16,10 +16,10 @@ type Result struct {
 	// for this system call number and architecture instead of running the
 	// filter (seccomp_is_const_allow in kernel/seccomp.c, Linux 5.11 and
 	// later): the path uses only word loads of nr and arch, ja, jeq, jgt,
-	// jge and jset against constants, and with a constant, and a constant
-	// return, and returns exactly SECCOMP_RET_ALLOW. The kernel's
-	// exemption of the uprobe system calls depends on the system call
-	// table, not on the filter, and is left out.
+	// jge and jset against a constant, and of A with a constant, and a
+	// return of a constant, which is exactly SECCOMP_RET_ALLOW. The
+	// kernel's exemption of the uprobe system calls depends on the system
+	// call table, not on the filter, and is left out.
 	KernelCacheable bool
 }
 
@@ -37,7 +37,8 @@ type Result struct {
 // (bpf_convert_filter in net/core/filter.c) guards every division by X
 // that way, and refuses division by a constant 0 at load time. Shifts use
 // the low five bits of their count, as the x86-64 and arm64 shift
-// instructions that run the translated filter do.
+// instructions that run the translated filter do. The kernel tests of this
+// package check both against the running kernel.
 func Run(prog []Instruction, in *SeccompData) (Result, error) {
 	return run(prog, in, nil)
 }
@@ -55,10 +56,13 @@ type machine struct {
 	mem  [MemWords]uint32
 }
 
+// run executes prog, recording coverage into cov unless it is nil. It
+// handles here the instructions the kernel's cache emulator understands,
+// with A in a local variable the compiler can keep in a register; any other
+// instruction makes the path uncacheable and goes to step.
 func run(prog []Instruction, in *SeccompData, cov *Coverage) (Result, error) {
 	var m machine
 	res := Result{KernelCacheable: true}
-	// A lives in a local variable, kept in a register, on the hot path.
 	a := uint32(0)
 	pc := 0
 	for pc < len(prog) {
@@ -88,6 +92,11 @@ func run(prog []Instruction, in *SeccompData, cov *Coverage) (Result, error) {
 			res.KernelCacheable = res.KernelCacheable && ins.K == retAllow
 			return res, nil
 		case opJa:
+			// Checked before the addition, which could wrap where int
+			// has 32 bits.
+			if uint64(ins.K) >= uint64(len(prog)-next) {
+				return Result{}, runError(pc, ins, "jumps past the end of the program")
+			}
 			next += int(ins.K)
 		case ClassJmp | JmpJeq | SrcK:
 			next += jump(cov, pc, ins, a == ins.K)

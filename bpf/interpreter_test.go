@@ -119,7 +119,9 @@ func TestRunErrors(t *testing.T) {
 	}{
 		{"empty", "", "runs past the end"},
 		{"falls off the end", "ld [0]", "runs past the end"},
-		{"jumps off the end", "ja +3\nret a", "runs past the end"},
+		{"jumps off the end", "ja +3\nret a", "instruction 0 (ja +3) jumps past the end"},
+		{"jumps to the end", "ja +1\nret a", "instruction 0 (ja +1) jumps past the end"},
+		{"jumps around the address space", "ja 4294967296\nret a", "instruction 0 (ja +4294967295) jumps past the end"},
 		{"conditional jumps off the end", "jeq #0x0, +2, +0\nret a", "runs past the end"},
 		{"misaligned load", "ld [1]\nret a", "instruction 0 (ld [1]) loads outside"},
 		{"load past the end", "ret ALLOW\nld [64]", ""},

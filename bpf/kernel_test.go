@@ -48,7 +48,7 @@ type call struct {
 	args [6]uint64
 }
 
-// outcome is what the child saw.
+// observed is what the child saw.
 type observed struct {
 	installErr syscall.Errno
 	// returns holds what each call returned, until the thread died.

@@ -6,9 +6,9 @@ const (
 	regX
 )
 
-// effects says which registers ins reads and writes, and whether it does
-// anything else that cannot be dropped: storing to scratch memory, ending
-// the program or jumping.
+// effects says which registers an instruction that Validate accepts reads
+// and writes, and whether it does anything else that cannot be dropped:
+// storing to scratch memory, ending the program or jumping.
 func effects(ins Instruction) (reads, writes uint8, other bool) {
 	switch ins.Class() {
 	case ClassLd:

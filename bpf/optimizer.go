@@ -10,9 +10,10 @@ import (
 type pass func(prog []Instruction) ([]Instruction, bool)
 
 // passes feed on each other's results, so Optimize repeats them all until
-// none applies. Each one that applies shortens the program, removes a
-// conditional or an unconditional jump, or moves a jump target forward, so
-// the repetition ends.
+// none applies. Each pass that applies makes progress in an order that
+// cannot descend forever: the length of the program first, then the number
+// of conditional jumps, of unconditional jumps, of reachable returns, and
+// last how far forward jumps land. So the repetition ends.
 var passes = []pass{
 	removeDeadCode,
 	threadJumps,
@@ -22,10 +23,11 @@ var passes = []pass{
 	mergeReturns,
 }
 
-// Optimize rewrites a program that Validate accepts into one that returns
-// the same value on every input, is no longer, and on no input executes
-// more instructions, or leaves the kernel's verdict cache less to cache. A
-// program that Validate refuses comes back unchanged, as a copy.
+// Optimize rewrites a program that Validate accepts into one that Validate
+// accepts too, that returns the same value on every input, is no longer,
+// executes no more instructions on any input, and that the kernel's
+// verdict cache can cache wherever it could cache the original. A program
+// that Validate refuses comes back unchanged, as a copy.
 func Optimize(prog []Instruction) []Instruction {
 	out := slices.Clone(prog)
 	if Validate(out) != nil {

@@ -12,9 +12,12 @@ const (
 	SeccompDataSize = 64
 )
 
-// ArgLow and ArgHigh give the offsets of the halves of argument i on a
+// ArgLow gives the offset of the low half of argument i on a
 // little-endian machine.
-func ArgLow(i int) uint32  { return OffsetArgs + uint32(i)*8 }
+func ArgLow(i int) uint32 { return OffsetArgs + uint32(i)*8 }
+
+// ArgHigh gives the offset of the high half of argument i on a
+// little-endian machine.
 func ArgHigh(i int) uint32 { return OffsetArgs + uint32(i)*8 + 4 }
 
 // SeccompData is struct seccomp_data: what the kernel hands a filter.

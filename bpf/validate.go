@@ -10,11 +10,12 @@ var ErrEmpty = errors.New("bpf: empty program")
 
 // ValidationError is an instruction the kernel would refuse, and why.
 type ValidationError struct {
-	Index       int
-	Instruction Instruction
-	Problem     string
+	Index       int         // where the instruction is in the program
+	Instruction Instruction // the instruction
+	Problem     string      // what the kernel objects to
 }
 
+// Error names the instruction and the problem.
 func (e *ValidationError) Error() string {
 	return fmt.Sprintf("bpf: instruction %d (%v): %s", e.Index, e.Instruction, e.Problem)
 }
