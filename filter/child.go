@@ -127,7 +127,7 @@ const (
 	stateDone    = 1
 	stateFailed  = 2
 	pollInterval = 5 * time.Millisecond
-	stderrLimit  = 4096
+	stderrLimit  = 100000
 )
 
 type replyArea []byte

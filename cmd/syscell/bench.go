@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/syscell/syscell/bpf"
 	"github.com/syscell/syscell/secbench"
 )
 
@@ -33,9 +34,10 @@ type benchFilterCmd struct {
 func benchFilterCommand() *cobra.Command {
 	var c benchFilterCmd
 	cmd := &cobra.Command{
-		Use:   "filter POLICY",
+		Use:   "filter POLICY|PROGRAM",
 		Short: "Compile a policy and time syscalls under the program in the kernel",
-		Long: `Compile a policy as syscell compile does, then make each of a list of x86_64
+		Long: `Compile a policy as syscell compile does (or take a raw program, such as
+another compiler's, told apart by content as in eval), then make each of a list of x86_64
 syscalls (the top of a PostgreSQL profile: futex, sendmmsg, fstat, ...) many
 times in child processes under three programs: one that allows everything,
 the baseline; the compiled program, whose verdicts the kernel's action cache
@@ -59,19 +61,32 @@ Timings are noisy on shared machines: compare numbers from one run.`,
 	return cmd
 }
 
+// program compiles the policy at path, or reads it as a raw program (another
+// compiler's, for comparison).
+func (c *benchFilterCmd) program(cmd *cobra.Command, path string) ([]bpf.Instruction, error) {
+	data, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if isRawProgram(data) {
+		return parseProgram(path, data)
+	}
+	opt, err := c.options()
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.arch.resolve(cmd, &c.policyFlags, path)
+	if err != nil {
+		return nil, err
+	}
+	return compilePolicy(r, opt)
+}
+
 func (c *benchFilterCmd) run(cmd *cobra.Command, path string) error {
 	if c.calls <= 0 || c.runs <= 0 {
 		return inputErrorf("--calls and --runs must be positive")
 	}
-	opt, err := c.options()
-	if err != nil {
-		return err
-	}
-	r, err := c.arch.resolve(cmd, &c.policyFlags, path)
-	if err != nil {
-		return err
-	}
-	prog, err := compilePolicy(r, opt)
+	prog, err := c.program(cmd, path)
 	if err != nil {
 		return err
 	}

@@ -135,7 +135,7 @@ func (c *evalCmd) program(cmd *cobra.Command, path string) ([]bpf.Instruction, *
 	if err != nil {
 		return nil, nil, err
 	}
-	if bytes.IndexByte(data, 0) >= 0 {
+	if isRawProgram(data) {
 		return c.fromProgram(cmd, path, data)
 	}
 	if c.policy != "" {

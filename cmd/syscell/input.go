@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -127,6 +128,11 @@ func compilePolicy(r *policy.Resolved, opt compile.Options) ([]bpf.Instruction, 
 	}
 	return prog, nil
 }
+
+// isRawProgram tells a raw program from a policy: every instruction of a
+// raw program holds a zero byte (the high byte of its opcode), and no
+// policy text does.
+func isRawProgram(data []byte) bool { return bytes.IndexByte(data, 0) >= 0 }
 
 // readProgram reads a raw program (an array of struct sock_filter) and
 // checks that the kernel would accept it.
