@@ -43,7 +43,8 @@ const ChildEnv = "SYSCELL_FILTER_CHILD"
 // call runtime.Gosched just before Install, which starts a fresh 10 ms, and
 // after Install call nothing but raw system calls until it returns; or else
 // install the filter on a thread of its own and keep that thread to raw
-// system calls.
+// system calls. Under the race detector, whose runtime takes its own locks
+// through futex(2), denying futex can hang a child all the same.
 type ChildFunc func(req, reply []byte) (int, error)
 
 var roles = struct {
@@ -127,7 +128,7 @@ const (
 	stateDone    = 1
 	stateFailed  = 2
 	pollInterval = 5 * time.Millisecond
-	stderrLimit  = 100000
+	stderrLimit  = 4096
 )
 
 type replyArea []byte

@@ -30,8 +30,9 @@ type Report struct {
 	// on arguments, mean over every (syscall, argument vector).
 	ArgRulesMean float64
 	ArgRulesMax  int
-	// NotCacheable lists syscalls the policy allows whatever the
-	// arguments whose verdict the kernel's action cache cannot hold.
+	// NotCacheable lists syscalls that the policy and the program allow
+	// whatever the arguments but whose verdict the kernel's action cache
+	// cannot hold.
 	NotCacheable []string
 	// Mismatches lists inputs where the program and the policy disagree.
 	Mismatches []Mismatch
@@ -111,7 +112,7 @@ func measureSyscall(prog []bpf.Instruction, r *policy.Resolved, t *policy.Table,
 		if got := policy.ActionFromRet(res.Ret); res.Ret != want.Ret() {
 			rep.Mismatches = append(rep.Mismatches, Mismatch{Arch: t.Arch, Nr: nr, Args: args, Want: want, Got: got, Syscall: name})
 		}
-		if want == policy.ActAllow && !s.argRules && !res.KernelCacheable {
+		if want == policy.ActAllow && res.Ret == policy.RetAllow && !s.argRules && !res.KernelCacheable {
 			rep.NotCacheable = append(rep.NotCacheable, fmt.Sprintf("%s/%s", t.Arch, name))
 		}
 	}

@@ -82,7 +82,10 @@ const (
 )
 
 // Run measures prog on calls. It takes about CallsPerRun × Runs × 3 ×
-// len(calls) system calls.
+// len(calls) system calls, and two CPUs while a child measures: one makes
+// the calls, the other keeps the time. A binary built with the race
+// detector hangs in a child when prog denies futex(2) (see
+// filter.ChildFunc); ctx ends the wait.
 func Run(ctx context.Context, prog []bpf.Instruction, calls []Call, opts Options) (Report, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
