@@ -31,8 +31,9 @@ const ChildEnv = "SYSCELL_FILTER_CHILD"
 // with the parent and at least as long as Child.Run asked, and returns how
 // many bytes it wrote. An error is reported to the parent the same way.
 // Writing the reply takes no system call, so a role can report under a
-// filter that denies write(2); and MaybeRunChild exits with a raw
-// exit_group(2), which the parent does without when the filter denies it.
+// filter that denies write(2). MaybeRunChild then exits with a raw
+// exit_group(2); when the filter denies that too, the parent kills the
+// child once the reply is complete.
 //
 // The function runs first thing in the process, on the main goroutine locked
 // to its thread, with the garbage collector off and asynchronous preemption

@@ -106,3 +106,28 @@ func TestChildReportsWithoutWriteOrExit(t *testing.T) {
 		t.Errorf("write in the muted child returned errno %d, want EPERM: the program did not take", e)
 	}
 }
+
+// TestProbeUnderDenyAll probes for longer than the scheduler's 10 ms time
+// slice under a program that denies every call, futex, write and exit_group
+// included: the child must still report.
+func TestProbeUnderDenyAll(t *testing.T) {
+	requireSeccomp(t)
+	if raceEnabled {
+		t.Skip("SKIPPED: the race detector's runtime needs futex(2), which this program denies")
+	}
+	const n = 300_000
+	calls := make([]filter.Syscall, n)
+	for i := range calls {
+		calls[i] = filter.Syscall{Nr: unix.SYS_GETPID}
+	}
+	denyAll := []bpf.Instruction{bpf.Ret(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))}
+	res, err := filter.Child{}.Probe(context.Background(), denyAll, calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if r.Errno != unix.EPERM {
+			t.Fatalf("call %d: %+v, want EPERM", i, r)
+		}
+	}
+}

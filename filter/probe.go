@@ -52,7 +52,8 @@ func init() { RegisterChild(probeRole, probe) }
 // FlagTSync: the verdicts are the same, and the Go runtime's other threads
 // keep their system calls whatever prog denies. Between Install and its
 // exit the thread makes raw system calls only, so any program can be
-// probed, one that denies futex(2) or exit_group(2) included.
+// probed, one that denies futex(2) or exit_group(2) included (but for the
+// race detector's sake, see ChildFunc).
 func (c Child) Probe(ctx context.Context, prog []bpf.Instruction, calls []Syscall) ([]Result, error) {
 	reply, err := c.Run(ctx, probeRole, probeRequest{Program: prog, Calls: calls}, len(calls)*resultSize)
 	if err != nil {

@@ -196,3 +196,23 @@ func TestRunRejects(t *testing.T) {
 		t.Error("Run with a program with no room for the cache-defeating prefix: no error")
 	}
 }
+
+// TestRunUnderDenyAll measures for longer than the scheduler's 10 ms time
+// slice under a program that denies every call, futex, write and exit_group
+// included: the children must still report.
+func TestRunUnderDenyAll(t *testing.T) {
+	requireSeccomp(t)
+	if raceEnabled {
+		t.Skip("SKIPPED: the race detector's runtime needs futex(2), which this program denies")
+	}
+	denyAll := []bpf.Instruction{bpf.Ret(unix.SECCOMP_RET_ERRNO | 1)}
+	rep, err := secbench.Run(context.Background(), denyAll, secbench.DefaultCalls(), secbench.Options{CallsPerRun: 50_000, Runs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range rep.Syscalls {
+		if s.Cached.Verdict != denyAll[0].K || s.Uncached.Verdict != denyAll[0].K {
+			t.Errorf("%s: verdicts %s and %s, want ERRNO(1)", s.Name, filter.ActionName(s.Cached.Verdict), filter.ActionName(s.Uncached.Verdict))
+		}
+	}
+}
