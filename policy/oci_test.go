@@ -316,7 +316,7 @@ func TestOCIErrors(t *testing.T) {
 		want   string
 	}{
 		{"x86 without x86_64", []syscalls.Arch{syscalls.I386}, nil,
-			"export OCI profile: p.toml does not cover x86_64, which libseccomp always covers on an x86_64 host"},
+			"p.toml: cannot export: the policy does not cover x86_64, which libseccomp always covers on an x86_64 host"},
 		{"argument compared twice", nil, []Rule{
 			{Syscalls: []string{"socket"}, Action: ActAllow, Conds: []Cond{{Op: Ne, Value: 38}, {Op: Ne, Value: 40}}, Pos: Pos{"p.toml", 4}},
 		}, "p.toml:4: cannot export: arg0 is compared twice, which runc reads as OR"},

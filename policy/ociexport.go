@@ -38,7 +38,7 @@ func (p *Policy) OCI() (*specs.LinuxSeccomp, error) {
 		return nil, fmt.Errorf("export OCI profile: %w", err)
 	}
 	if len(p.Arches) > 0 && !slices.Contains(p.Arches, syscalls.X86_64) {
-		return nil, fmt.Errorf("export OCI profile: %s does not cover x86_64, which libseccomp always covers on an x86_64 host", p.Source)
+		return nil, errorAt(Pos{File: p.Source}, "cannot export: the policy does not cover x86_64, which libseccomp always covers on an x86_64 host")
 	}
 	s := &specs.LinuxSeccomp{Architectures: ociArchList(p.Arches)}
 	s.DefaultAction, s.DefaultErrnoRet = p.Default.oci()

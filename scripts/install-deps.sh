@@ -8,7 +8,7 @@ packages=(
 	clang llvm libbpf-dev bpftool # eBPF programs
 	libseccomp-dev python3-seccomp # libseccomp, the baseline compiler
 	strace runc crun               # tracing and container runtimes
-	gcc make
+	gcc libc6-dev make             # C; libc6-dev: static libc (integration/'s probe)
 )
 
 missing=()

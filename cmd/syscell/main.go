@@ -76,7 +76,7 @@ Exit status: 0 on success, 1 on a failure at run time, 2 on bad input.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return badInput{err} })
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(compileCommand(), disasmCommand(), evalCommand(), convertCommand(),
-		measureCommand(), benchCommand(), versionCommand())
+		measureCommand(), benchCommand(), exportCommand(), versionCommand())
 	return root
 }
 
