@@ -123,33 +123,60 @@ func (r *router) splitRange(i, j int) (int, int) {
 }
 
 // chainCosts computes the cost of a jeq chain for every range that can
-// have one, extending each range one span at a time.
+// have one, extending each range one span at a time and keeping its single
+// values sorted heaviest first, so that no range is collected or sorted
+// from scratch.
 func (r *router) chainCosts() {
 	n := len(r.spans)
 	r.chains = make([]float64, n*n)
 	for i := range r.chains {
 		r.chains[i] = -1
 	}
-	buf := make([]span, 0, 2*maxChain+1)
+	points := make([]span, 0, 2*maxChain+1)
 	for i := 0; i < n; i++ {
 		bg := nodeID(-1)
+		points = points[:0]
 		for j := i; j < n && j-i <= 2*maxChain; j++ {
-			if s := r.spans[j]; s.lo != s.hi {
-				if bg >= 0 && s.to != bg {
-					break
-				}
+			s := r.spans[j]
+			if s.lo == s.hi {
+				points = insertByWeight(points, s)
+			} else if bg >= 0 && s.to != bg {
+				break
+			} else {
 				bg = s.to
 			}
-			if bg < 0 || j == i {
-				continue
+			if bg >= 0 && j > i {
+				r.chains[i*n+j] = r.chainCost(points, bg, r.weight(i, j))
 			}
-			buf = r.appendPoints(buf[:0], i, j, bg)
-			if len(buf) > maxChain {
-				continue
-			}
-			r.chains[i*n+j] = r.chainCost(buf, r.weight(i, j))
 		}
 	}
+}
+
+// insertByWeight inserts s into points, kept heaviest first.
+func insertByWeight(points []span, s span) []span {
+	k := sort.Search(len(points), func(k int) bool { return points[k].weight < s.weight })
+	points = append(points, span{})
+	copy(points[k+1:], points[k:])
+	points[k] = s
+	return points
+}
+
+// chainCost is the cost of testing the points that differ from bg in
+// order, everything else paying for every test; -1 when there are too many.
+func (r *router) chainCost(points []span, bg nodeID, total float64) float64 {
+	cost, m := 0.0, 0
+	for _, p := range points {
+		if p.to == bg {
+			continue
+		}
+		m++
+		cost += p.weight * float64(m)
+		total -= p.weight
+	}
+	if m > maxChain {
+		return -1
+	}
+	return cost + total*float64(m) + r.sizeCost*float64(m)
 }
 
 // appendPoints appends the single values of i..j that differ from bg,
@@ -162,18 +189,6 @@ func (r *router) appendPoints(buf []span, i, j int, bg nodeID) []span {
 	}
 	sort.SliceStable(buf, func(a, b int) bool { return buf[a].weight > buf[b].weight })
 	return buf
-}
-
-// chainCost is the cost of testing points in order, everything else paying
-// for every test.
-func (r *router) chainCost(points []span, total float64) float64 {
-	cost := 0.0
-	for k, p := range points {
-		cost += p.weight * float64(k+1)
-		total -= p.weight
-	}
-	m := float64(len(points))
-	return cost + total*m + r.sizeCost*m
 }
 
 // background is the node of the wide spans of a chainable range.
