@@ -3,6 +3,7 @@ module github.com/syscell/syscell
 go 1.26.8
 
 require (
+	github.com/cilium/ebpf v0.22.0
 	github.com/opencontainers/runtime-spec v1.3.0
 	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/rogpeppe/go-internal v1.16.0

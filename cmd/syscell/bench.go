@@ -19,6 +19,7 @@ func benchCommand() *cobra.Command {
 		RunE:  missingCommand,
 	}
 	cmd.AddCommand(benchFilterCommand())
+	cmd.AddCommand(benchMechCommand())
 	return cmd
 }
 
