@@ -2,14 +2,13 @@ package compile
 
 import (
 	"context"
-	"errors"
 	"math/rand"
 	"os"
-	"runtime"
 	"testing"
 
 	"github.com/syscell/syscell/bpf"
 	"github.com/syscell/syscell/filter"
+	"github.com/syscell/syscell/filter/filtertest"
 	"github.com/syscell/syscell/policy"
 	"github.com/syscell/syscell/syscalls"
 )
@@ -17,18 +16,6 @@ import (
 func TestMain(m *testing.M) {
 	filter.MaybeRunChild()
 	os.Exit(m.Run())
-}
-
-func requireSeccomp(t *testing.T) {
-	t.Helper()
-	if runtime.GOARCH != "amd64" {
-		t.Skipf("SKIPPED: kernel equivalence needs an x86_64 kernel, this is %s", runtime.GOARCH)
-	}
-	if err := filter.Supported(); errors.Is(err, filter.ErrNotSupported) {
-		t.Skipf("SKIPPED: this kernel cannot install seccomp filters: %v", err)
-	} else if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // unsafeToRun are syscalls a probe must not make even with arguments of all
@@ -86,7 +73,7 @@ func interpreterVerdict(t *testing.T, prog []bpf.Instruction, nr uint32, args [p
 // and makes every x86_64 syscall, and the argument variations of the rules,
 // for real: the kernel's verdict must be the interpreter's.
 func TestKernelAgreesOnDocker(t *testing.T) {
-	requireSeccomp(t)
+	filtertest.RequireSeccomp(t)
 	r := dockerProfile(t, syscalls.X86_64, syscalls.X32)
 	prog, err := Compile(r, Options{})
 	if err != nil {
@@ -152,7 +139,7 @@ var argFree = []string{"getpid", "getppid", "getuid", "geteuid", "getgid", "gete
 // TestKernelAgreesOnRandomPolicies compiles random argument-checking
 // policies over argument-free syscalls and probes them with random values.
 func TestKernelAgreesOnRandomPolicies(t *testing.T) {
-	requireSeccomp(t)
+	filtertest.RequireSeccomp(t)
 	for seed := int64(1); seed <= 12; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		p := &policy.Policy{Default: policy.ActEPERM, BadArch: policy.ActKillProcess, Arches: []syscalls.Arch{syscalls.X86_64}}

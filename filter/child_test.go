@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/syscell/syscell/filter/filtertest"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/syscell/syscell/bpf"
@@ -93,7 +95,7 @@ func muteRole(req, reply []byte) (int, error) {
 }
 
 func TestChildReportsWithoutWriteOrExit(t *testing.T) {
-	requireSeccomp(t)
+	filtertest.RequireSeccomp(t)
 	b, err := filter.Child{}.Run(context.Background(), "filter_test.mute", nil, 64)
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +113,7 @@ func TestChildReportsWithoutWriteOrExit(t *testing.T) {
 // slice under a program that denies every call, futex, write and exit_group
 // included: the child must still report.
 func TestProbeUnderDenyAll(t *testing.T) {
-	requireSeccomp(t)
+	filtertest.RequireSeccomp(t)
 	if raceEnabled {
 		t.Skip("SKIPPED: the race detector's runtime needs futex(2), which this program denies")
 	}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/syscell/syscell/filter/filtertest"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/syscell/syscell/bpf"
@@ -80,7 +82,7 @@ func TestVerdict(t *testing.T) {
 // every action turned into its errno, nothing dies, and each stopped call
 // names the action that stopped it.
 func TestDistinctErrnosInKernel(t *testing.T) {
-	requireSeccomp(t)
+	filtertest.RequireSeccomp(t)
 	rules := []rule{
 		{unix.SYS_GETPID, unix.SECCOMP_RET_KILL_PROCESS},
 		{unix.SYS_GETPPID, unix.SECCOMP_RET_ERRNO | 1},
@@ -115,7 +117,7 @@ func TestDistinctErrnosInKernel(t *testing.T) {
 // caps larger ones at 4095, and RawSyscall6 reads -4095 as a successful
 // return rather than as an errno.
 func TestErrnoRange(t *testing.T) {
-	requireSeccomp(t)
+	filtertest.RequireSeccomp(t)
 	const minus4095 = ^uintptr(4095 - 1)
 	cases := []struct {
 		nr   uintptr

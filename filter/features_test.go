@@ -4,13 +4,15 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/syscell/syscell/filter/filtertest"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/syscell/syscell/filter"
 )
 
 func TestActionAvailable(t *testing.T) {
-	requireSeccomp(t)
+	filtertest.RequireSeccomp(t)
 	for _, ret := range []uint32{
 		unix.SECCOMP_RET_KILL_PROCESS,
 		unix.SECCOMP_RET_KILL_THREAD,
@@ -39,7 +41,7 @@ func TestActionAvailable(t *testing.T) {
 }
 
 func TestFlagsSupported(t *testing.T) {
-	requireSeccomp(t)
+	filtertest.RequireSeccomp(t)
 	for _, flags := range []filter.Flags{
 		0,
 		filter.FlagTSync,

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/syscell/syscell/filter/filtertest"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/syscell/syscell/bpf"
@@ -23,7 +25,7 @@ func init() {
 }
 
 func TestDeniedCallGetsErrno(t *testing.T) {
-	requireSeccomp(t)
+	filtertest.RequireSeccomp(t)
 	prog := program(t, rule{unix.SYS_GETPID, errno(unix.EPERM)})
 	res, err := filter.Child{}.Probe(context.Background(), prog, []filter.Syscall{
 		{Nr: unix.SYS_GETPID},
@@ -41,7 +43,7 @@ func TestDeniedCallGetsErrno(t *testing.T) {
 }
 
 func TestDeniedMkdiratLeavesNoDirectory(t *testing.T) {
-	requireSeccomp(t)
+	filtertest.RequireSeccomp(t)
 	dir := t.TempDir()
 	mkdirat := func(name string) []filter.Syscall {
 		return []filter.Syscall{{
@@ -74,7 +76,7 @@ func TestDeniedMkdiratLeavesNoDirectory(t *testing.T) {
 }
 
 func TestVerdictDependsOnArguments(t *testing.T) {
-	requireSeccomp(t)
+	filtertest.RequireSeccomp(t)
 	// Deny close(0xdead_00003039), comparing both halves of the argument.
 	var b bpf.Builder
 	allow, deny := b.NewLabel("allow"), b.NewLabel("deny")
@@ -178,7 +180,7 @@ func runInstall(t *testing.T, c filter.Child, prog []bpf.Instruction, flags filt
 }
 
 func TestInstallSetsNoNewPrivs(t *testing.T) {
-	requireSeccomp(t)
+	filtertest.RequireSeccomp(t)
 	if nnp, err := procStatus("NoNewPrivs"); err != nil {
 		t.Fatal(err)
 	} else if nnp != "0" {
@@ -200,7 +202,7 @@ func TestInstallSetsNoNewPrivs(t *testing.T) {
 }
 
 func TestInstallRejects(t *testing.T) {
-	requireSeccomp(t)
+	filtertest.RequireSeccomp(t)
 	allow := []bpf.Instruction{bpf.Ret(unix.SECCOMP_RET_ALLOW)}
 	long := make([]bpf.Instruction, bpf.MaxInstructions+1)
 	for i := range long {
@@ -234,7 +236,7 @@ func TestInstallRejects(t *testing.T) {
 }
 
 func TestInstallReturnsListener(t *testing.T) {
-	requireSeccomp(t)
+	filtertest.RequireSeccomp(t)
 	allow := []bpf.Instruction{bpf.Ret(unix.SECCOMP_RET_ALLOW)}
 	for _, flags := range []filter.Flags{
 		filter.FlagNewListener,
@@ -302,7 +304,7 @@ func tsyncRole(req, reply []byte) (int, error) {
 }
 
 func TestTSyncFiltersEarlierThreads(t *testing.T) {
-	requireSeccomp(t)
+	filtertest.RequireSeccomp(t)
 	for _, tc := range []struct {
 		flags      filter.Flags
 		threadWant syscall.Errno
@@ -335,7 +337,7 @@ func TestTSyncFiltersEarlierThreads(t *testing.T) {
 // TestUnprivileged runs a filtered child as nobody: the kernel accepts its
 // filter only because Install sets no_new_privs.
 func TestUnprivileged(t *testing.T) {
-	requireSeccomp(t)
+	filtertest.RequireSeccomp(t)
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED: switching the child to nobody needs root; as an unprivileged user every other test of this package already is this test")
 	}

@@ -2,10 +2,8 @@ package filter_test
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -18,21 +16,6 @@ import (
 func TestMain(m *testing.M) {
 	filter.MaybeRunChild()
 	os.Exit(m.Run())
-}
-
-// requireSeccomp skips, saying why, where the kernel cannot run the tests.
-func requireSeccomp(tb testing.TB) {
-	tb.Helper()
-	if runtime.GOARCH != "amd64" {
-		tb.Skipf("SKIPPED: the test programs check for x86_64, this is %s", runtime.GOARCH)
-	}
-	err := filter.Supported()
-	if errors.Is(err, filter.ErrNotSupported) {
-		tb.Skipf("SKIPPED: this kernel cannot install seccomp filters: %v", err)
-	}
-	if err != nil {
-		tb.Fatal(err)
-	}
 }
 
 // rule answers the system call Nr with Ret.

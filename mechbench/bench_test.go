@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/syscell/syscell/filter/filtertest"
 )
 
 // BenchmarkGetpid reports what one getpid costs under each mechanism, as
 // timed by the payload: b.N is the number of calls one payload makes.
 func BenchmarkGetpid(b *testing.B) {
-	requireSeccomp(b)
+	filtertest.RequireSeccomp(b)
 	for _, m := range Mechanisms() {
 		b.Run("mech="+string(m), func(b *testing.B) {
 			if err := Available(m); errors.Is(err, ErrUnavailable) {

@@ -4,35 +4,19 @@ import (
 	"context"
 	"errors"
 	"os"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/syscell/syscell/filter"
+	"github.com/syscell/syscell/filter/filtertest"
 )
-
-// requireSeccomp skips, saying why, where the payloads cannot run.
-func requireSeccomp(tb testing.TB) {
-	tb.Helper()
-	if runtime.GOARCH != "amd64" {
-		tb.Skipf("SKIPPED: the payload's programs and tracers are x86_64's, this is %s", runtime.GOARCH)
-	}
-	err := filter.Supported()
-	if errors.Is(err, filter.ErrNotSupported) {
-		tb.Skipf("SKIPPED: this kernel cannot install seccomp filters: %v", err)
-	}
-	if err != nil {
-		tb.Fatal(err)
-	}
-}
 
 // TestRun runs the whole benchmark with few calls and checks that every
 // mechanism timed every loop and that its tracer, supervisor or eBPF
 // program saw every call.
 func TestRun(t *testing.T) {
-	requireSeccomp(t)
+	filtertest.RequireSeccomp(t)
 	opts := Options{Iterations: []int{10, 100}, Runs: 1}
 	r, err := Run(context.Background(), opts)
 	if err != nil {
@@ -81,7 +65,7 @@ func checkSeries(t *testing.T, s Series, opts Options) {
 }
 
 func TestSlowLimit(t *testing.T) {
-	requireSeccomp(t)
+	filtertest.RequireSeccomp(t)
 	opts := Options{Iterations: []int{10, 20}, Runs: 1, Mechanisms: []Mechanism{Seccomp, Ptrace}, SlowLimit: 10}
 	r, err := Run(context.Background(), opts)
 	if err != nil {
@@ -104,7 +88,7 @@ func TestSlowLimit(t *testing.T) {
 // TestCancel checks that cancelling the context kills a payload that
 // would take hours under ptrace.
 func TestCancel(t *testing.T) {
-	requireSeccomp(t)
+	filtertest.RequireSeccomp(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	_, err := Measure(ctx, Ptrace, 1_000_000_000)
@@ -117,7 +101,7 @@ func TestCancel(t *testing.T) {
 // honour and checks that its error reaches the parent with its exit
 // status.
 func TestPayloadReportsErrors(t *testing.T) {
-	requireSeccomp(t)
+	filtertest.RequireSeccomp(t)
 	p, err := start(context.Background(), request{Mechanism: "bogus", Iterations: 1}, nil)
 	if err != nil {
 		t.Fatal(err)

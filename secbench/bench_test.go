@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/syscell/syscell/filter/filtertest"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/syscell/syscell/secbench"
@@ -14,7 +16,7 @@ import (
 // allow-everything program, and with the cache defeated. b.N is the number
 // of calls each child makes.
 func BenchmarkGetpidUnderFilter(b *testing.B) {
-	requireSeccomp(b)
+	filtertest.RequireSeccomp(b)
 	prog := allowlist(b, unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM),
 		unix.SYS_READ, unix.SYS_WRITE, unix.SYS_CLOSE, unix.SYS_FSTAT, unix.SYS_MMAP,
 		unix.SYS_FUTEX, unix.SYS_EXIT_GROUP, unix.SYS_RT_SIGRETURN, unix.SYS_PPOLL, unix.SYS_GETPID)

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/syscell/syscell/filter/filtertest"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/syscell/syscell/bpf"
@@ -15,7 +17,7 @@ import (
 // TestDefaultCallsReturnAtOnce makes every default call once and checks
 // that it failed the harmless way it is meant to.
 func TestDefaultCallsReturnAtOnce(t *testing.T) {
-	requireSeccomp(t)
+	filtertest.RequireSeccomp(t)
 	want := map[string]unix.Errno{
 		"futex":       unix.ENOSYS,
 		"sendmmsg":    unix.EBADF,

@@ -1,9 +1,7 @@
 package secbench_test
 
 import (
-	"errors"
 	"os"
-	"runtime"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -15,21 +13,6 @@ import (
 func TestMain(m *testing.M) {
 	filter.MaybeRunChild()
 	os.Exit(m.Run())
-}
-
-// requireSeccomp skips, saying why, where the kernel cannot run the tests.
-func requireSeccomp(tb testing.TB) {
-	tb.Helper()
-	if runtime.GOARCH != "amd64" {
-		tb.Skipf("SKIPPED: secbench measures x86_64 system calls, this is %s", runtime.GOARCH)
-	}
-	err := filter.Supported()
-	if errors.Is(err, filter.ErrNotSupported) {
-		tb.Skipf("SKIPPED: this kernel cannot install seccomp filters: %v", err)
-	}
-	if err != nil {
-		tb.Fatal(err)
-	}
 }
 
 // allowlist allows nrs on x86_64 and answers everything else with deny.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/syscell/syscell/filter/filtertest"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/syscell/syscell/bpf"
@@ -78,7 +80,7 @@ func interpreterVerdict(t *testing.T, prog []bpf.Instruction, c secbench.Call) u
 }
 
 func TestRun(t *testing.T) {
-	requireSeccomp(t)
+	filtertest.RequireSeccomp(t)
 	prog := mixedProgram(t)
 	calls := pick("getpid", "close", "sendmmsg", "fstat", "read")
 	const runs = 3
@@ -162,7 +164,7 @@ func checkOutputs(t *testing.T, rep secbench.Report) {
 // anything: a cache-defeating prefix that left the loaded argument in A
 // would turn its verdict around.
 func TestDefeatingTheCacheKeepsA(t *testing.T) {
-	requireSeccomp(t)
+	filtertest.RequireSeccomp(t)
 	prog := []bpf.Instruction{
 		bpf.Jump(bpf.JmpJeq, 0, 0, 1),
 		bpf.Ret(unix.SECCOMP_RET_ALLOW),
@@ -201,7 +203,7 @@ func TestRunRejects(t *testing.T) {
 // slice under a program that denies every call, futex, write and exit_group
 // included: the children must still report.
 func TestRunUnderDenyAll(t *testing.T) {
-	requireSeccomp(t)
+	filtertest.RequireSeccomp(t)
 	if raceEnabled {
 		t.Skip("SKIPPED: the race detector's runtime needs futex(2), which this program denies")
 	}
