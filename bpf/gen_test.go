@@ -21,16 +21,22 @@ func (c *byteChooser) Uint32() uint32 {
 	return binary.LittleEndian.Uint32(w[:])
 }
 
+// IntN takes one byte for small choices and two for larger ones.
 func (c *byteChooser) IntN(n int) int {
+	v := int(c.next())
+	if n > 256 {
+		v = v<<8 | int(c.next())
+	}
+	return v % n
+}
+
+func (c *byteChooser) next() byte {
 	if len(c.b) == 0 {
 		return 0
 	}
-	v := int(c.b[0])
+	b := c.b[0]
 	c.b = c.b[1:]
-	if n > 256 {
-		v = v<<8 | int(c.Uint32()&0xff)
-	}
-	return v % n
+	return b
 }
 
 // seeded returns a deterministic chooser.
@@ -79,6 +85,8 @@ func generate(c chooser, size int, s shape) []Instruction {
 	return nil
 }
 
+// program writes about size instructions, then places the labels still
+// promised, each on a return.
 func (g *generator) program(size int) []Instruction {
 	if g.c.IntN(3) == 0 {
 		for k := range uint32(g.c.IntN(4)) {

@@ -43,10 +43,12 @@ func Run(prog []Instruction, in *SeccompData) (Result, error) {
 	return run(prog, in, nil)
 }
 
-// RunCovered is Run, recording into cov which instructions executed and
-// which way each conditional jump went.
+// RunCovered is Run, recording into cov, unless it is nil, which
+// instructions executed and which way each conditional jump went.
 func RunCovered(prog []Instruction, in *SeccompData, cov *Coverage) (Result, error) {
-	cov.fit(len(prog))
+	if cov != nil {
+		cov.fit(len(prog))
+	}
 	return run(prog, in, cov)
 }
 

@@ -4,12 +4,14 @@ package bpf
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -76,7 +78,9 @@ func (p probe) request() string {
 // observe runs p in a child.
 func observe(t *testing.T, p probe) observed {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestKernelChild$", "-test.count=1")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestKernelChild$", "-test.count=1")
 	// No goroutine of the child may be preempted by a signal or stopped
 	// for garbage collection: the filtered thread can neither return
 	// from a signal handler nor stop, as both take system calls.
@@ -85,6 +89,9 @@ func observe(t *testing.T, p probe) observed {
 	out, err := cmd.Output()
 	var obs observed
 	var exit *exec.ExitError
+	if ctx.Err() != nil {
+		t.Fatalf("child hung on\n%s", Disassemble(p.prog))
+	}
 	if errors.As(err, &exit) {
 		status := exit.Sys().(syscall.WaitStatus)
 		if !status.Signaled() {
@@ -232,11 +239,22 @@ func threadGone(tid int) bool {
 	return state == "" || state[0] == 'Z' || state[0] == 'X'
 }
 
+// raceDetector reports whether this binary was built with -race.
+func raceDetector() bool {
+	info, ok := debug.ReadBuildInfo()
+	return ok && slices.ContainsFunc(info.Settings, func(s debug.BuildSetting) bool {
+		return s.Key == "-race" && s.Value == "true"
+	})
+}
+
 // needKernel skips the test where this process cannot install filters.
 func needKernel(t *testing.T) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts hundreds of processes")
+	}
+	if raceDetector() {
+		t.Skip("the race detector makes system calls of its own on the filtered thread")
 	}
 	if obs := observe(t, probe{prog: []Instruction{Ret(retAllow)}}); obs.installErr != 0 {
 		t.Skipf("cannot install seccomp filters here: %v", obs.installErr)

@@ -293,3 +293,36 @@ func TestOptimizeRespectsKernelScratchCheck(t *testing.T) {
 		t.Fatalf("Optimize made a program the kernel refuses:\n%s", Disassemble(out))
 	}
 }
+
+// BenchmarkOptimize optimizes a naive rendering of a policy of 300 rules,
+// near the kernel's limit on program length.
+func BenchmarkOptimize(b *testing.B) {
+	var bl Builder
+	kill := bl.NewLabel("kill")
+	bl.Add(LoadAbs(OffsetArch))
+	rule := bl.NewLabel("rule")
+	renderIf(&bl, JmpJeq, 0xc000003e, rule, kill)
+	for nr := range uint32(300) {
+		bl.Bind(rule)
+		rule = bl.NewLabel("rule")
+		match := bl.NewLabel("match")
+		bl.Add(LoadAbs(OffsetNr))
+		renderIf(&bl, JmpJeq, nr*2, match, rule)
+		bl.Bind(match)
+		bl.Add(Ret([]uint32{retAllow, retErrno | 1}[nr%2]))
+	}
+	bl.Bind(rule)
+	bl.Add(Ret(retErrno | 38))
+	bl.Bind(kill)
+	bl.Add(Ret(retKillProcess))
+	prog, err := bl.Program()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out []Instruction
+	for b.Loop() {
+		out = Optimize(prog)
+	}
+	b.ReportMetric(float64(len(prog)), "insns-before")
+	b.ReportMetric(float64(len(out)), "insns-after")
+}
