@@ -154,3 +154,26 @@ func (f *function) atomsOn(w uint32) []atom {
 	sort.Slice(as, func(i, j int) bool { return as[i].String() < as[j].String() })
 	return as
 }
+
+// allowAs is f with its allow verdicts turned into a: the verdict of a call
+// the union allows but a compartment rule decides otherwise. Groups keep
+// their order, so the first that holds still decides.
+func (f *function) allowAs(a policy.Action) *function {
+	if a == policy.ActAllow {
+		return f
+	}
+	groups := make([]group, len(f.groups))
+	for i, g := range f.groups {
+		if g.action == policy.ActAllow {
+			g.action = a
+		}
+		groups[i] = g
+	}
+	def := f.def
+	if def == policy.ActAllow {
+		def = a
+	}
+	sub := simplify(groups, def)
+	sub.probes = f.probes
+	return sub
+}

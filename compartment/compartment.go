@@ -1,0 +1,194 @@
+// Package compartment says which code of a process belongs to which
+// compartment and what each compartment may call: the semantics the
+// per-library filter implements. A Spec pairs a policy's compartments with
+// a Layout, the addresses they have in one process; Verdict decides a call
+// from its number, arguments and instruction pointer, and is the reference
+// the compiled program is tested against.
+package compartment
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/syscell/syscell/policy"
+	"github.com/syscell/syscell/syscalls"
+)
+
+// Range is the code in [Start, End).
+type Range struct {
+	Start, End uint64
+}
+
+// Contains reports whether ip lies in r.
+func (r Range) Contains(ip uint64) bool { return ip >= r.Start && ip < r.End }
+
+// Layout is where compartments' code lies in one process.
+type Layout struct {
+	// Window is the base of the stub window: compartment i's stubs fill
+	// [Window + i<<SlotShift, Window + (i+1)<<SlotShift). The window
+	// lies inside one 4 GiB-aligned region.
+	Window    uint64
+	SlotShift uint8
+	// Slots names the compartment of each slot of the window.
+	Slots []string
+	// Text holds, per compartment, code of its objects that executes
+	// syscall instructions itself (inline assembly, its own stubs).
+	Text map[string][]Range
+	// Runtime is the code of the system runtime (libc, the dynamic
+	// loader, the vDSO): a call from there belongs to whoever called the
+	// runtime, which only the supervisor can tell by unwinding.
+	Runtime []Range
+}
+
+// Spec is a policy's compartments laid out in a process.
+type Spec struct {
+	// Union is the whole-process policy for x86_64: the hard boundary.
+	Union *policy.Table
+	// Allowed holds each compartment's syscalls.
+	Allowed map[string]map[uint32]bool
+	Layout  Layout
+	// BadArch applies to calls from any ABI but x86_64.
+	BadArch policy.Action
+}
+
+// Supervise is the action of calls the supervisor decides.
+var Supervise = policy.Action{Kind: policy.UserNotify}
+
+// NewSpec resolves p's compartments for x86_64 and checks that the layout
+// names only compartments p has.
+func NewSpec(p *policy.Policy, l Layout) (*Spec, error) {
+	r := p.Resolve([]syscalls.Arch{syscalls.X86_64})
+	s := &Spec{Union: r.Tables[0], Allowed: map[string]map[uint32]bool{}, Layout: l, BadArch: p.BadArch}
+	for _, c := range p.Compartments {
+		set := map[uint32]bool{}
+		for _, name := range c.Syscalls {
+			if nr, ok := syscalls.Lookup(syscalls.X86_64, name); ok {
+				set[nr] = true
+			}
+		}
+		s.Allowed[c.Name] = set
+	}
+	for _, name := range l.names() {
+		if s.Allowed[name] == nil {
+			return nil, fmt.Errorf("compartment: layout places %q, which the policy does not define", name)
+		}
+	}
+	if l.Window%(1<<l.SlotShift) != 0 || (l.Window>>32) != (l.windowEnd()-1)>>32 {
+		return nil, fmt.Errorf("compartment: window %#x with %d slots of %#x bytes is misaligned or crosses a 4 GiB boundary", l.Window, len(l.Slots), 1<<l.SlotShift)
+	}
+	if a, b, ok := l.overlap(); ok {
+		return nil, fmt.Errorf("compartment: code ranges [%#x, %#x) and [%#x, %#x) overlap", a.Start, a.End, b.Start, b.End)
+	}
+	return s, nil
+}
+
+// overlap finds two ranges of the layout that share an address: each
+// address must have one owner.
+func (l Layout) overlap() (Range, Range, bool) {
+	all := []Range{{Start: l.Window, End: l.windowEnd()}}
+	for _, rs := range l.Text {
+		all = append(all, rs...)
+	}
+	all = append(all, l.Runtime...)
+	sort.Slice(all, func(i, j int) bool { return all[i].Start < all[j].Start })
+	for i := 1; i < len(all); i++ {
+		if all[i].Start < all[i-1].End {
+			return all[i-1], all[i], true
+		}
+	}
+	return Range{}, Range{}, false
+}
+
+func (l Layout) windowEnd() uint64 { return l.Window + uint64(len(l.Slots))<<l.SlotShift }
+
+// names lists the compartments the layout places, sorted.
+func (l Layout) names() []string {
+	seen := map[string]bool{}
+	for _, n := range l.Slots {
+		seen[n] = true
+	}
+	for n := range l.Text {
+		seen[n] = true
+	}
+	out := make([]string, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Owner is the compartment whose code ip lies in; "" with supervise true
+// when only the supervisor can tell (runtime code, or code the layout does
+// not know, such as a library loaded later or JIT code).
+func (l Layout) Owner(ip uint64) (name string, supervise bool) {
+	if ip >= l.Window && ip < l.windowEnd() {
+		return l.Slots[(ip-l.Window)>>l.SlotShift], false
+	}
+	for _, n := range l.names() {
+		for _, r := range l.Text[n] {
+			if r.Contains(ip) {
+				return n, false
+			}
+		}
+	}
+	return "", true
+}
+
+// Verdict decides a call. The union decides first: what it denies stays
+// denied. A call every compartment may make is allowed wherever it comes
+// from and one no compartment may make is denied, so neither needs the
+// instruction pointer. Otherwise the compartment that owns ip decides, and
+// calls whose owner only the supervisor can tell go to it.
+func (s *Spec) Verdict(arch, nr uint32, ip uint64, args [policy.MaxArgs]uint64) policy.Action {
+	if arch != syscalls.AuditArchX86_64 || nr >= syscalls.X32Bit {
+		return s.BadArch
+	}
+	union := s.Union.Verdict(nr, args)
+	if union != policy.ActAllow {
+		return union
+	}
+	switch s.Coverage(nr) {
+	case All:
+		return policy.ActAllow
+	case None:
+		return s.Union.Default
+	}
+	name, supervise := s.Layout.Owner(ip)
+	switch {
+	case supervise:
+		return Supervise
+	case s.Allowed[name][nr]:
+		return policy.ActAllow
+	}
+	return s.Union.Default
+}
+
+// Coverage is how many compartments allow a syscall.
+type Coverage uint8
+
+// The coverages that decide how a syscall is filtered: by number alone
+// (None, All) or by instruction pointer (Some).
+const (
+	None Coverage = iota
+	Some
+	All
+)
+
+// Coverage of nr. With no compartments at all, every syscall the union
+// allows counts as allowed by all.
+func (s *Spec) Coverage(nr uint32) Coverage {
+	n := 0
+	for _, set := range s.Allowed {
+		if set[nr] {
+			n++
+		}
+	}
+	switch n {
+	case len(s.Allowed):
+		return All
+	case 0:
+		return None
+	}
+	return Some
+}

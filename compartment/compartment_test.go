@@ -1,0 +1,86 @@
+package compartment
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/syscell/syscell/policy"
+	"github.com/syscell/syscell/syscalls"
+)
+
+// twoLibs: libgetpid.so may call getpid, libmk.so nothing; the union allows
+// both getpid and mkdir, and write, which both may call.
+func twoLibs() *policy.Policy {
+	return &policy.Policy{
+		Default: policy.ActEPERM,
+		BadArch: policy.ActKillProcess,
+		Rules:   []policy.Rule{{Syscalls: []string{"getpid", "mkdir", "write"}, Action: policy.ActAllow}},
+		Compartments: []policy.Compartment{
+			{Name: "libgetpid.so", Syscalls: []string{"getpid", "write"}},
+			{Name: "libmk.so", Syscalls: []string{"write"}},
+		},
+	}
+}
+
+var layout = Layout{
+	Window:    0x7f00_0000_0000,
+	SlotShift: 12,
+	Slots:     []string{"libgetpid.so", "libmk.so"},
+	Text:      map[string][]Range{"libmk.so": {{Start: 0x5555_0000_1000, End: 0x5555_0000_2000}}},
+	Runtime:   []Range{{Start: 0x7ff0_0000_0000, End: 0x7ff0_0010_0000}},
+}
+
+func TestVerdict(t *testing.T) {
+	s, err := NewSpec(twoLibs(), layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	getpid, mkdir, write, mount := uint32(39), uint32(83), uint32(1), uint32(165)
+	for _, tc := range []struct {
+		name string
+		nr   uint32
+		ip   uint64
+		want policy.Action
+	}{
+		{"getpid from its library's stub", getpid, 0x7f00_0000_0010, policy.ActAllow},
+		{"getpid from the other library's stub", getpid, 0x7f00_0000_1010, policy.ActEPERM},
+		{"getpid from the other library's own code", getpid, 0x5555_0000_1800, policy.ActEPERM},
+		{"getpid from inside libc", getpid, 0x7ff0_0000_0100, Supervise},
+		{"getpid from unknown code", getpid, 0x1234_0000, Supervise},
+		{"write, which every compartment may make", write, 0x1234_0000, policy.ActAllow},
+		{"mkdir, which no compartment may make", mkdir, 0x7f00_0000_0010, policy.ActEPERM},
+		{"mount, which the union denies", mount, 0x7f00_0000_0010, policy.ActEPERM},
+		{"past the window", getpid, 0x7f00_0000_2000, Supervise},
+	} {
+		if got := s.Verdict(syscalls.AuditArchX86_64, tc.nr, tc.ip, [6]uint64{}); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+	if got := s.Verdict(syscalls.AuditArchI386, 20, 0x7f00_0000_0010, [6]uint64{}); got != policy.ActKillProcess {
+		t.Errorf("an i386 call: %s, want the bad-arch action", got)
+	}
+}
+
+func TestNewSpecRejects(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*Layout)
+		want string
+	}{
+		{"unknown compartment", func(l *Layout) { l.Slots = append(l.Slots, "libx.so") }, `places "libx.so"`},
+		{"misaligned window", func(l *Layout) { l.Window += 0x800 }, "misaligned"},
+		{"window across 4 GiB", func(l *Layout) { l.Window = 0x7f00_ffff_f000 }, "crosses a 4 GiB boundary"},
+		{"overlapping code", func(l *Layout) {
+			l.Runtime = append(l.Runtime, Range{Start: 0x5555_0000_1800, End: 0x5555_0000_3000})
+		}, "overlap"},
+	} {
+		l := layout
+		l.Slots = append([]string(nil), layout.Slots...)
+		l.Runtime = append([]Range(nil), layout.Runtime...)
+		tc.edit(&l)
+		_, err := NewSpec(twoLibs(), l)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+}
