@@ -1,11 +1,8 @@
 package plot
 
 import (
-	"bytes"
 	"flag"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -27,20 +24,7 @@ func TestLogLogGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", "loglog.svg")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from what was drawn (go test -update rewrites it):\n%s", path, got)
-	}
+	golden(t, "loglog.svg", got)
 }
 
 func TestLogLogContents(t *testing.T) {
