@@ -32,11 +32,7 @@ func (f *policyFlags) register(cmd *cobra.Command) {
 // load reads a TOML policy or an OCI profile. The import's warnings go to
 // stderr: they are about the input, not the output.
 func (f *policyFlags) load(cmd *cobra.Command, path string) (*policy.Policy, error) {
-	opt := policy.OCIOptions{Kernel: f.kernel}
-	if cmd.Flags().Changed("caps") {
-		opt.Caps = append([]string{}, f.caps...)
-	}
-	p, warnings, err := policy.Load(path, opt)
+	p, warnings, err := policy.Load(path, f.ociOptions(cmd))
 	if err != nil {
 		return nil, fileError(path, err)
 	}
@@ -44,6 +40,15 @@ func (f *policyFlags) load(cmd *cobra.Command, path string) (*policy.Policy, err
 		fmt.Fprintf(cmd.ErrOrStderr(), "syscell: warning: %s\n", w)
 	}
 	return p, nil
+}
+
+// ociOptions are the OCI import options the flags set.
+func (f *policyFlags) ociOptions(cmd *cobra.Command) policy.OCIOptions {
+	opt := policy.OCIOptions{Kernel: f.kernel}
+	if cmd.Flags().Changed("caps") {
+		opt.Caps = append([]string{}, f.caps...)
+	}
+	return opt
 }
 
 // archFlag is --arch: the ABIs a program covers.
@@ -64,13 +69,19 @@ func (f archFlag) resolve(cmd *cobra.Command, pf *policyFlags, path string) (*po
 	if err != nil {
 		return nil, err
 	}
+	return resolveFor(p, arches), nil
+}
+
+// resolveFor resolves p for arches, else for the policy's, else for
+// x86_64.
+func resolveFor(p *policy.Policy, arches []syscalls.Arch) *policy.Resolved {
 	if len(arches) == 0 {
 		arches = p.Arches
 	}
 	if len(arches) == 0 {
 		arches = []syscalls.Arch{syscalls.X86_64}
 	}
-	return p.Resolve(arches), nil
+	return p.Resolve(arches)
 }
 
 func (f archFlag) parse() ([]syscalls.Arch, error) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/syscell/syscell/enforce"
 	"github.com/syscell/syscell/filter"
 	"github.com/syscell/syscell/policy"
 )
@@ -25,6 +26,8 @@ func main() {
 	// The benchmark re-executes this binary to install a filter in a
 	// child; the child must not get as far as the command line.
 	filter.MaybeRunChild()
+	// syscell run re-executes this binary to start CMD under its filter.
+	enforce.MaybeRunShim()
 	os.Exit(run())
 }
 
@@ -33,6 +36,10 @@ func run() int {
 	err := rootCommand().Execute()
 	if err == nil {
 		return 0
+	}
+	var status exitStatus
+	if errors.As(err, &status) {
+		return int(status)
 	}
 	fmt.Fprintf(os.Stderr, "syscell: %v\n", err)
 	return exitCode(err)
@@ -77,6 +84,8 @@ Exit status: 0 on success, 1 on a failure at run time, 2 on bad input.`,
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(compileCommand(), disasmCommand(), evalCommand(), convertCommand(),
 		measureCommand(), benchCommand(), exportCommand(), versionCommand())
+	root.AddCommand(runCommand())
+	root.AddCommand(scoreCommand(), diffCommand())
 	return root
 }
 

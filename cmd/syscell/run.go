@@ -1,0 +1,284 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/syscell/syscell/enforce"
+	"github.com/syscell/syscell/policies"
+	"github.com/syscell/syscell/policy"
+	"github.com/syscell/syscell/syscalls"
+)
+
+type runCmd struct {
+	policyFlags
+	arch   archFlag
+	policy string
+	mode   string
+	action string
+	report string
+}
+
+func runCommand() *cobra.Command {
+	var c runCmd
+	cmd := &cobra.Command{
+		Use:   "run --policy POLICY [flags] -- CMD [ARGS...]",
+		Short: "Run a command under a policy",
+		Long: `Run CMD under the program compiled from a policy. The filter is in place
+before CMD's first instruction and binds every thread and process CMD
+creates; it needs no privilege. CMD's exit status is syscell's; a CMD that
+a signal killed exits with 128 plus the signal's number, and syscell says
+which signal (SIGSYS is how seccomp's kill-process and trap actions kill).
+
+POLICY is a file (syscell TOML or OCI JSON) or a bundled policy:
+runtime-default (Docker's default profile) or deny-dangerous (everything but
+the high-threat calls of syscell's ranking, io_uring, bpf, ptrace and kernel
+module and kexec calls, which fail with EPERM). A bad policy is reported as
+FILE:LINE and CMD is not started; nor is it when the filter cannot be
+installed.
+
+--mode enforce (the default) gives denied calls the policy's actions.
+--mode audit denies nothing: every call the policy would deny runs, and is
+reported once at exit with its count and the instruction pointer of its
+first call. --mode complain reports the same calls and fails them: with
+the policy's errno, or EPERM where the policy would kill or trap. Audit and
+complain are supervised by syscell through seccomp user notification; if
+syscell dies, the calls they would report fail with ENOSYS.
+
+--action replaces the action of every denied call: kill (kill-process),
+errno (EPERM) or trap.
+
+CMD gets syscell's standard streams and environment, and no other
+descriptor. Terminal interrupts (SIGINT, SIGQUIT) reach CMD directly;
+SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to syscell are passed on.`,
+		Example: `  syscell run --policy runtime-default -- /bin/true
+  syscell run --policy my.toml --mode audit --report calls.json -- ./server
+  syscell run --policy docker.json --caps '' --action kill -- sh -c 'mount -t tmpfs x /mnt'`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return inputErrorf("usage: %s", cmd.UseLine())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return c.run(cmd, args) },
+	}
+	c.policyFlags.register(cmd)
+	c.arch.register(cmd)
+	fs := cmd.Flags()
+	// Flags end at CMD, whose own flags are its business.
+	fs.SetInterspersed(false)
+	fs.StringVar(&c.policy, "policy", "", "the `POLICY` file, or the name of a bundled policy")
+	fs.StringVar(&c.mode, "mode", "enforce", "enforce, audit or complain")
+	fs.StringVar(&c.action, "action", "", "what every denied call gets: kill, errno or trap (default: the policy's actions)")
+	fs.StringVar(&c.report, "report", "", "write the calls outside the policy and how CMD ended to `FILE`, as JSON")
+	return cmd
+}
+
+// exitStatus is the status syscell exits with once CMD has run and
+// everything about it has been said.
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+func (c *runCmd) run(cmd *cobra.Command, args []string) error {
+	mode, err := enforce.ParseMode(c.mode)
+	if err != nil {
+		return inputErrorf("--mode: %w", err)
+	}
+	r, err := c.resolve(cmd)
+	if err != nil {
+		return err
+	}
+	path, err := exec.LookPath(args[0])
+	if err != nil {
+		return inputErrorf("%s: %w", args[0], errors.Unwrap(err))
+	}
+	report, err := c.createReport()
+	if err != nil {
+		return err
+	}
+	command := enforce.Command{Path: path, Args: args, Stdin: cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
+	res, err := runSupervised(r, command, mode)
+	if res == nil {
+		if report != nil {
+			report.Close()
+			os.Remove(report.Name())
+		}
+		return err
+	}
+	// CMD ran: what happened to it is said even if supervising it failed.
+	tell(cmd.ErrOrStderr(), mode, args[0], res)
+	if report != nil {
+		err = errors.Join(err, writeRunReport(report, newRunReport(mode, c.policy, args, res)))
+	}
+	if err != nil {
+		return err
+	}
+	return exitStatusOf(res)
+}
+
+// runSupervised runs command, passing on the signals meant for it.
+// Terminal interrupts reach it directly, so syscell only catches them;
+// ignoring them would have CMD ignore them too.
+func runSupervised(r *policy.Resolved, command enforce.Command, mode enforce.Mode) (*enforce.Result, error) {
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, unix.SIGTERM, unix.SIGHUP, unix.SIGUSR1, unix.SIGUSR2)
+	defer signal.Stop(signals)
+	interrupts := make(chan os.Signal, 1)
+	signal.Notify(interrupts, unix.SIGINT, unix.SIGQUIT)
+	defer signal.Stop(interrupts)
+	return enforce.Run(context.Background(), r, command, enforce.Options{Mode: mode, Signals: signals})
+}
+
+// exitStatusOf is syscell's exit status for how CMD ended: CMD's own, or
+// 128 plus the number of the signal that killed it, as shells report it.
+func exitStatusOf(res *enforce.Result) error {
+	switch {
+	case res.Signal != 0:
+		return exitStatus(128 + int(res.Signal))
+	case res.ExitCode != 0:
+		return exitStatus(res.ExitCode)
+	}
+	return nil
+}
+
+// resolve loads --policy, a bundled policy or a file, applies --action
+// and resolves it for --arch.
+func (c *runCmd) resolve(cmd *cobra.Command) (*policy.Resolved, error) {
+	if c.policy == "" {
+		return nil, inputErrorf("missing --policy POLICY (a file, or one of %s)", strings.Join(policies.Names(), ", "))
+	}
+	override, ok := runActions[c.action]
+	if !ok && c.action != "" {
+		return nil, inputErrorf("--action: unknown action %q (want kill, errno or trap)", c.action)
+	}
+	arches, err := c.arch.parse()
+	if err != nil {
+		return nil, err
+	}
+	var p *policy.Policy
+	if policies.Known(c.policy) {
+		// Without warnings: Docker's profile names calls of other
+		// architectures, which the user can do nothing about.
+		if p, _, err = policies.Load(c.policy, c.ociOptions(cmd)); err != nil {
+			return nil, badInput{err}
+		}
+	} else if p, err = c.load(cmd, c.policy); err != nil {
+		return nil, c.notBundled(err)
+	}
+	r := resolveFor(p, arches)
+	if !slices.ContainsFunc(r.Tables, func(t *policy.Table) bool { return t.Arch == syscalls.X86_64 }) {
+		return nil, inputErrorf("--arch: run needs x86_64, the ABI through which CMD is started")
+	}
+	if ok {
+		r = enforce.Override(r, override)
+	}
+	return r, nil
+}
+
+// notBundled adds, to the error of a policy file that does not exist and
+// whose name could be a bundled policy's, which policies are bundled.
+func (c *runCmd) notBundled(err error) error {
+	if !errors.Is(err, fs.ErrNotExist) || strings.ContainsRune(c.policy, filepath.Separator) {
+		return err
+	}
+	return inputErrorf("%w (nor is it a bundled policy: %s)", err, strings.Join(policies.Names(), ", "))
+}
+
+// runActions are the values of --action.
+var runActions = map[string]policy.Action{
+	"kill":  policy.ActKillProcess,
+	"errno": policy.ActEPERM,
+	"trap":  {Kind: policy.Trap},
+}
+
+// createReport creates the --report file before CMD runs, so that a path
+// that cannot be written stops syscell before CMD has done anything.
+func (c *runCmd) createReport() (*os.File, error) {
+	if c.report == "" {
+		return nil, nil
+	}
+	f, err := os.Create(c.report)
+	if err != nil {
+		return nil, fileError(c.report, err)
+	}
+	return f, nil
+}
+
+// runReport is the JSON of --report.
+type runReport struct {
+	Mode     enforce.Mode `json:"mode"`
+	Policy   string       `json:"policy"`
+	Command  []string     `json:"command"`
+	ExitCode int          `json:"exit_code"`
+	// Signal names the signal that killed CMD, if one did.
+	Signal    string         `json:"signal,omitempty"`
+	Calls     []enforce.Call `json:"calls"`
+	KilledFor *enforce.Call  `json:"killed_for,omitempty"`
+}
+
+func newRunReport(mode enforce.Mode, policy string, command []string, res *enforce.Result) runReport {
+	r := runReport{Mode: mode, Policy: policy, Command: command, ExitCode: res.ExitCode, Calls: res.Calls, KilledFor: res.KilledFor}
+	if res.Signal != 0 {
+		r.Signal = unix.SignalName(res.Signal)
+	}
+	if r.Calls == nil {
+		r.Calls = []enforce.Call{}
+	}
+	return r
+}
+
+func writeRunReport(f *os.File, r runReport) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err == nil {
+		_, err = f.Write(append(b, '\n'))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write report %s: %w", f.Name(), err)
+	}
+	return nil
+}
+
+// tell says on stderr how CMD ended, when it did not just exit, and which
+// calls the supervisor saw.
+func tell(w io.Writer, mode enforce.Mode, name string, res *enforce.Result) {
+	switch {
+	case res.KilledFor != nil:
+		fmt.Fprintf(w, "syscell: killed a process of %s for calling %s %s, which the policy denies with %s\n", name, res.KilledFor.ABI, res.KilledFor.Syscall, res.KilledFor.Action)
+	case res.Signal == unix.SIGSYS:
+		fmt.Fprintf(w, "syscell: %s killed by SIGSYS, the signal of seccomp's kill-process and trap actions (--mode complain names the call)\n", name)
+	case res.Signal != 0:
+		fmt.Fprintf(w, "syscell: %s killed by %s\n", name, unix.SignalName(res.Signal))
+	}
+	if mode == enforce.Enforce && len(res.Calls) == 0 {
+		return
+	}
+	if len(res.Calls) == 0 {
+		fmt.Fprintf(w, "syscell: %s: no call outside the policy\n", mode)
+		return
+	}
+	fmt.Fprintf(w, "syscell: %s: calls outside the policy:\n", mode)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  ABI\tSYSCALL\tCALLS\tFIRST IP\tENFORCE\n")
+	for _, call := range res.Calls {
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%#x\t%s\n", call.ABI, call.Syscall, call.Count, call.FirstIP, call.Action)
+	}
+	tw.Flush()
+}
