@@ -8,10 +8,16 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo deve
 # hung test.
 TEST_TIMEOUT ?= 20m
 
-.PHONY: build test vet fmt-check deps demo clean
+.PHONY: build heapguard test vet fmt-check deps demo clean
 
-build:
+build: heapguard
 	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/syscell
+
+# The use-after-free guard (heapguard/README.md), next to the binary, where
+# `syscell run --heap-guard` looks for it.
+heapguard:
+	@mkdir -p bin
+	heapguard/build.sh bin/libsyscell-heapguard.so
 
 # The whole test suite: vet, formatting, and every package's tests, the
 # command line's testscript scripts (cmd/syscell/testdata) among them.

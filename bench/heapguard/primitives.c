@@ -1,0 +1,298 @@
+// primitives: the cost of each kernel mechanism a use-after-free guard could
+// revoke or create an alias with, on the running kernel. The heap guard's
+// design (heapguard/DESIGN.md) is chosen from these numbers.
+//
+//   primitives [PAGES]   prints one markdown row per mechanism: median ns
+//                        per page over 5 rounds of PAGES pages (default 20000)
+//
+// The last row is the price of a Dune-like design, in which every system
+// call of the program leaves the VM: one KVM_RUN round trip of a guest that
+// does nothing but exit (kvm_exit.c).
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+
+#define PAGE 4096UL
+
+double kvm_exit_ns(void);
+#define ROUNDS 5
+
+static size_t pages = 20000;
+static int memfd;
+
+static double now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+static void die(const char *what)
+{
+	perror(what);
+	exit(1);
+}
+
+// window maps the whole memfd once, shared: the heap guard's alias space.
+static char *window(void)
+{
+	char *w = mmap(NULL, pages * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (w == MAP_FAILED)
+		die("mmap window");
+	return w;
+}
+
+static char *anon(void)
+{
+	char *a = mmap(NULL, pages * PAGE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (a == MAP_FAILED)
+		die("mmap anon");
+	return a;
+}
+
+static void touch(char *base)
+{
+	for (size_t i = 0; i < pages; i++)
+		base[i * PAGE] = 1;
+}
+
+// Each measurement returns ns per page for one round.
+
+static double m_write_fault_shared(void)
+{
+	char *w = window();
+	double t = now_ns();
+	touch(w);
+	t = now_ns() - t;
+	munmap(w, pages * PAGE);
+	return t / pages;
+}
+
+// A read fault maps up to 16 neighbouring page-cache pages (fault-around).
+static double m_read_fault_shared(void)
+{
+	char *w = window();
+	volatile char sink = 0;
+	double t = now_ns();
+	for (size_t i = 0; i < pages; i++)
+		sink += w[i * PAGE];
+	t = now_ns() - t;
+	(void)sink;
+	munmap(w, pages * PAGE);
+	return t / pages;
+}
+
+static double m_populate_shared(void)
+{
+	char *w = window();
+	double t = now_ns();
+	for (size_t i = 0; i < pages; i += 512) {
+		size_t n = pages - i < 512 ? pages - i : 512;
+		if (madvise(w + i * PAGE, n * PAGE, MADV_POPULATE_WRITE))
+			die("MADV_POPULATE_WRITE");
+	}
+	t = now_ns() - t;
+	munmap(w, pages * PAGE);
+	return t / pages;
+}
+
+static double guard_each(char *base)
+{
+	touch(base);
+	double t = now_ns();
+	for (size_t i = 0; i < pages; i++)
+		if (madvise(base + i * PAGE, PAGE, MADV_GUARD_INSTALL))
+			die("MADV_GUARD_INSTALL");
+	t = now_ns() - t;
+	munmap(base, pages * PAGE);
+	return t / pages;
+}
+
+static double m_guard_shared(void) { return guard_each(window()); }
+static double m_guard_anon(void) { return guard_each(anon()); }
+
+// Revoking a page never touched needs no TLB flush.
+static double m_guard_untouched(void)
+{
+	char *a = anon();
+	double t = now_ns();
+	for (size_t i = 0; i < pages; i++)
+		if (madvise(a + i * PAGE, PAGE, MADV_GUARD_INSTALL))
+			die("MADV_GUARD_INSTALL");
+	t = now_ns() - t;
+	munmap(a, pages * PAGE);
+	return t / pages;
+}
+
+// One call over a whole range: the cost per page when revocations can be
+// made contiguous.
+static double m_guard_range(void)
+{
+	char *w = window();
+	touch(w);
+	double t = now_ns();
+	if (madvise(w, pages * PAGE, MADV_GUARD_INSTALL))
+		die("MADV_GUARD_INSTALL");
+	t = now_ns() - t;
+	munmap(w, pages * PAGE);
+	return t / pages;
+}
+
+// The system-call floor: a madvise that changes nothing.
+static double m_madvise_noop(void)
+{
+	char *a = anon();
+	double t = now_ns();
+	for (size_t i = 0; i < pages; i++)
+		madvise(a + i * PAGE, PAGE, MADV_NORMAL);
+	t = now_ns() - t;
+	munmap(a, pages * PAGE);
+	return t / pages;
+}
+
+// process_madvise takes up to 1,024 ranges per call (UIO_MAXIOV); every
+// other page, so that no two ranges merge.
+static double m_guard_batch_shared(void)
+{
+	char *w = window();
+	struct iovec iov[1024];
+	int pidfd = syscall(SYS_pidfd_open, getpid(), 0);
+	if (pidfd < 0)
+		die("pidfd_open");
+	touch(w);
+	size_t n = 0, done = 0;
+	double t = now_ns();
+	for (size_t i = 0; i < pages; i += 2) {
+		iov[n].iov_base = w + i * PAGE;
+		iov[n].iov_len = PAGE;
+		if (++n == 1024 || i + 2 >= pages) {
+			if (syscall(SYS_process_madvise, pidfd, iov, n, MADV_GUARD_INSTALL, 0) < 0)
+				die("process_madvise");
+			done += n;
+			n = 0;
+		}
+	}
+	t = now_ns() - t;
+	close(pidfd);
+	munmap(w, pages * PAGE);
+	return t / done;
+}
+
+// One small mapping per alias, as Oscar does: a VMA each.
+static double m_alias_mmap_munmap(void)
+{
+	double t = now_ns();
+	for (size_t i = 0; i < pages; i++) {
+		char *a = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, (i % 512) * PAGE);
+		if (a == MAP_FAILED)
+			die("mmap alias");
+		a[0] = 1;
+		munmap(a, PAGE);
+	}
+	return (now_ns() - t) / pages;
+}
+
+// mprotect of single pages splits the VMA: the count grows by two per page.
+static double m_mprotect_split(void)
+{
+	char *a = anon();
+	touch(a);
+	double t = now_ns();
+	size_t n = pages < 20000 ? pages : 20000;
+	for (size_t i = 0; i < n; i += 2)
+		if (mprotect(a + i * PAGE, PAGE, PROT_NONE))
+			die("mprotect");
+	t = now_ns() - t;
+	munmap(a, pages * PAGE);
+	return t / (n / 2);
+}
+
+static double m_malloc_free(void)
+{
+	double t = now_ns();
+	for (size_t i = 0; i < pages * 10; i++) {
+		void *volatile p = malloc(32);
+		free(p);
+	}
+	return (now_ns() - t) / (pages * 10);
+}
+
+static atomic_int spin_stop;
+
+// spinner keeps the other CPU inside this mm, so revocations there need a
+// TLB shootdown IPI, as in any multithreaded program.
+static void *spinner(void *arg)
+{
+	(void)arg;
+	while (!atomic_load_explicit(&spin_stop, memory_order_relaxed))
+		;
+	return NULL;
+}
+
+static double m_guard_shared_2threads(void)
+{
+	pthread_t t;
+	atomic_store(&spin_stop, 0);
+	pthread_create(&t, NULL, spinner, NULL);
+	double r = guard_each(window());
+	atomic_store(&spin_stop, 1);
+	pthread_join(t, NULL);
+	return r;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static void row(const char *name, double (*m)(void))
+{
+	double r[ROUNDS];
+	for (int i = 0; i < ROUNDS; i++)
+		r[i] = m();
+	qsort(r, ROUNDS, sizeof r[0], cmp);
+	printf("| %s | %.0f | %.0f–%.0f |\n", name, r[ROUNDS / 2], r[0], r[ROUNDS - 1]);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		pages = strtoul(argv[1], NULL, 10);
+	memfd = memfd_create("primitives", 0);
+	if (memfd < 0 || ftruncate(memfd, pages * PAGE))
+		die("memfd");
+	char *w = window();
+	touch(w); // the frames exist: what follows measures mappings only
+	munmap(w, pages * PAGE);
+
+	printf("| mechanism (per page) | median ns | min–max |\n| --- | --- | --- |\n");
+	row("glibc malloc(32)+free, for scale", m_malloc_free);
+	row("write fault, memfd window", m_write_fault_shared);
+	row("read fault, memfd window (fault-around)", m_read_fault_shared);
+	row("MADV_POPULATE_WRITE, 2 MiB at a time", m_populate_shared);
+	row("MADV_GUARD_INSTALL, one page, memfd window", m_guard_shared);
+	row("MADV_GUARD_INSTALL, one page, private anon", m_guard_anon);
+	row("MADV_GUARD_INSTALL, one page, 2nd thread running", m_guard_shared_2threads);
+	row("MADV_GUARD_INSTALL, one page never touched", m_guard_untouched);
+	row("MADV_GUARD_INSTALL, one call over all pages", m_guard_range);
+	row("madvise(MADV_NORMAL), syscall floor", m_madvise_noop);
+	row("process_madvise GUARD_INSTALL, 1,024 ranges/call", m_guard_batch_shared);
+	row("alias mmap + touch + munmap (Oscar)", m_alias_mmap_munmap);
+	row("mprotect(PROT_NONE) one page (splits VMA)", m_mprotect_split);
+	row("KVM_RUN round trip (Dune-like syscall cost)", kvm_exit_ns);
+	return 0;
+}

@@ -1,0 +1,183 @@
+// The allocator's entry points, interposed on glibc's by LD_PRELOAD.
+// Every one passes its own frame, so the recorded site is its caller's.
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define API __attribute__((visibility("default")))
+
+extern void *__libc_malloc(size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+extern void __libc_free(void *);
+
+static int ours(uintptr_t a)
+{
+	return (hg.small && hg_in_small(a)) || (hg.large && hg_in_large(a));
+}
+
+static void *alloc(size_t size, size_t align, void *frame)
+{
+	hg_init();
+	if (!atomic_load_explicit(&hg.fallback, memory_order_relaxed)) {
+		uint32_t trace = hg_trace_here(frame);
+		int cls = hg_small_class(size, align);
+		void *p = cls >= 0 ? hg_small_alloc(cls, size, trace) : hg_large_alloc(size, align, trace);
+		if (p || !atomic_load(&hg.fallback)) {
+			if (!p)
+				errno = ENOMEM;
+			return p;
+		}
+	}
+	return align <= 16 ? __libc_malloc(size) : __libc_memalign(align, size);
+}
+
+static void release(void *p, void *frame)
+{
+	uintptr_t a = (uintptr_t)p;
+	hg_init();
+	if (hg.small && hg_in_small(a))
+		hg_small_free(p, hg_trace_here(frame));
+	else if (hg.large && hg_in_large(a))
+		hg_large_free(p, hg_trace_here(frame));
+	else if (atomic_load(&hg.fallback))
+		__libc_free(p);
+	else
+		hg_report_free_error("invalid free (not a heap pointer)", p, NULL, hg_trace_here(frame));
+}
+
+// usable returns p's usable size, reporting p if it is not a live object.
+static size_t usable(void *p, void *frame)
+{
+	uintptr_t a = (uintptr_t)p;
+	if (hg.small && hg_in_small(a))
+		return hg_small_usable(p, hg_trace_here(frame));
+	return hg_large_usable(p, hg_trace_here(frame));
+}
+
+static int power_of_two(size_t x)
+{
+	return x && !(x & (x - 1));
+}
+
+API void *malloc(size_t size)
+{
+	return alloc(size, 16, __builtin_frame_address(0));
+}
+
+API void free(void *p)
+{
+	if (p)
+		release(p, __builtin_frame_address(0));
+}
+
+API void *calloc(size_t n, size_t size)
+{
+	size_t total;
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	void *p = alloc(total, 16, __builtin_frame_address(0));
+	// Large objects are always fresh pages, already zero; frames of small
+	// ones are reused.
+	if (p && !(hg.large && hg_in_large((uintptr_t)p)))
+		memset(p, 0, total);
+	return p;
+}
+
+API void *realloc(void *p, size_t size)
+{
+	void *frame = __builtin_frame_address(0);
+	if (!p)
+		return alloc(size, 16, frame);
+	if (size == 0) {
+		release(p, frame);
+		return NULL;
+	}
+	hg_init();
+	if (!ours((uintptr_t)p))
+		return __libc_realloc(p, size);
+	size_t old = usable(p, frame);
+	if (size <= old)
+		return p;
+	void *q = alloc(size, 16, frame);
+	if (q) {
+		memcpy(q, p, old);
+		release(p, frame);
+	}
+	return q;
+}
+
+API void *reallocarray(void *p, size_t n, size_t size)
+{
+	size_t total;
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return realloc(p, total);
+}
+
+API int posix_memalign(void **out, size_t align, size_t size)
+{
+	if (!power_of_two(align) || align % sizeof(void *))
+		return EINVAL;
+	void *p = alloc(size, align, __builtin_frame_address(0));
+	if (!p)
+		return ENOMEM;
+	*out = p;
+	return 0;
+}
+
+API void *aligned_alloc(size_t align, size_t size)
+{
+	if (!power_of_two(align)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return alloc(size, align, __builtin_frame_address(0));
+}
+
+// memalign, like glibc's, rounds a bad alignment up to a power of two.
+API void *memalign(size_t align, size_t size)
+{
+	if (align > ((size_t)1 << 62)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	size_t a = 16;
+	while (a < align)
+		a <<= 1;
+	return alloc(size, a, __builtin_frame_address(0));
+}
+
+API void *valloc(size_t size)
+{
+	return alloc(size, HG_PAGE, __builtin_frame_address(0));
+}
+
+API void *pvalloc(size_t size)
+{
+	size_t rounded;
+	if (__builtin_add_overflow(size, HG_PAGE - 1, &rounded)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return alloc(rounded & ~(HG_PAGE - 1), HG_PAGE, __builtin_frame_address(0));
+}
+
+API size_t malloc_usable_size(void *p)
+{
+	if (!p)
+		return 0;
+	hg_init();
+	if (ours((uintptr_t)p))
+		return usable(p, __builtin_frame_address(0));
+	// A glibc object (after a fallback): ask glibc's own function.
+	size_t (*next)(void *) = (size_t (*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
+	return next ? next(p) : 0;
+}

@@ -1,0 +1,101 @@
+// Lazy start-up of the heap guard: the first malloc may come before any
+// constructor (from ld.so, from another library's constructor), so every
+// entry point calls hg_init, and nothing here calls malloc until the heap
+// is usable.
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+struct hg_state hg = {.memfd = -1};
+
+static atomic_int ready;	// 0: not started, 1: starting, 2: usable
+static atomic_int global_lock;
+static pthread_key_t exit_key;
+
+// A spinning lock, because pthread mutexes cannot be reset in a forked
+// child as simply, and the sections it guards are short.
+void hg_lock(void)
+{
+	while (atomic_exchange_explicit(&global_lock, 1, memory_order_acquire))
+		sched_yield();
+}
+
+void hg_unlock(void)
+{
+	atomic_store_explicit(&global_lock, 0, memory_order_release);
+}
+
+void hg_lock_reset(void)
+{
+	atomic_store(&global_lock, 0);
+}
+
+// Never a silent loss of the guarantee: say it once, loudly.
+void hg_fallback(const char *why)
+{
+	if (atomic_exchange(&hg.fallback, 1))
+		return;
+	hg_say("heapguard: WARNING: ");
+	hg_say(why);
+	hg_say("; from now on new allocations come from glibc malloc and use-after-free of them is NOT detected\n");
+}
+
+static void *reserve(size_t len, int prot)
+{
+	void *p = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static int start_heap(void)
+{
+	// The windows are placed inside a reservation so that no other mapping
+	// can ever take an address a dangling pointer may hold.
+	hg.small = reserve(HG_WINDOWS * HG_FILE, PROT_NONE);
+	hg.large = reserve(HG_LARGE_SPAN, PROT_READ | PROT_WRITE);
+	hg.small_rec = reserve(HG_WINDOWS * HG_FRAMES * sizeof(struct hg_record), PROT_READ | PROT_WRITE);
+	hg.large_rec = reserve(HG_LARGE_SPAN / HG_PAGE * sizeof(struct hg_record), PROT_READ | PROT_WRITE);
+	hg.large_live = reserve(HG_LARGE_BLOCKS * sizeof(atomic_int), PROT_READ | PROT_WRITE);
+	hg.runs = reserve(HG_FRAMES / 2 * sizeof(struct hg_run), PROT_READ | PROT_WRITE);
+	hg.owner = reserve(HG_FRAMES / 2 * sizeof(uint32_t), PROT_READ | PROT_WRITE);
+	if (!hg.small || !hg.large || !hg.small_rec || !hg.large_rec || !hg.large_live || !hg.runs || !hg.owner)
+		return -1;
+	hg.memfd = memfd_create("heapguard", MFD_CLOEXEC);
+	if (hg.memfd < 0 || ftruncate(hg.memfd, HG_FILE) != 0)
+		return -1;
+	return 0;
+}
+
+static void finish_start(void)
+{
+	pthread_key_create(&exit_key, hg_thread_exit);
+	hg_install_fork_handlers();
+	hg_install_fault_handler();
+}
+
+void hg_init(void)
+{
+	if (atomic_load_explicit(&ready, memory_order_acquire) == 2)
+		return;
+	int expected = 0;
+	if (!atomic_compare_exchange_strong(&ready, &expected, 1)) {
+		while (atomic_load(&ready) != 2)
+			sched_yield();
+		return;
+	}
+	if (start_heap() != 0)
+		hg_fallback("cannot reserve the guarded heap's address space");
+	atomic_store_explicit(&ready, 2, memory_order_release);
+	// These may allocate; the heap is usable now.
+	finish_start();
+}
+
+// hg_thread_registered makes the thread's exit hand its partly used runs
+// back (hg_thread_exit).
+void hg_thread_registered(void *cache)
+{
+	pthread_setspecific(exit_key, cache);
+}

@@ -1,0 +1,163 @@
+// Declarations shared by the heap guard's files. The design, and the
+// measurements it rests on, are in heapguard/README.md.
+#ifndef HEAPGUARD_INTERNAL_H
+#define HEAPGUARD_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HG_PAGE 4096UL
+// MADV_GUARD_INSTALL (Linux 6.13; on shared memfd mappings since 6.15):
+// the page faults from now on, without splitting the VMA.
+#define HG_MADV_GUARD_INSTALL 102
+
+// The small-object heap is one memfd of HG_FILE bytes (its frames), mapped
+// HG_WINDOWS times side by side; a window is one VMA. An object's alias is
+// the page of one window over its frame; every alias is handed out once.
+#define HG_FILE (32UL << 30)
+#define HG_FRAMES (HG_FILE / HG_PAGE)
+#define HG_WINDOWS 256UL
+// Page tables and records are released a chunk at a time: the frames one
+// page-table page covers in a window (2 MiB).
+#define HG_CHUNK_FRAMES 512
+#define HG_CHUNKS (HG_FRAMES / HG_CHUNK_FRAMES)
+#define HG_SMALL_MAX 2048UL
+#define HG_CLASSES 24
+// Objects above HG_SMALL_MAX get fresh pages of a private region.
+#define HG_LARGE_SPAN (8UL << 40)
+// The large region is released in blocks, each when all its objects are
+// dead (release.c).
+#define HG_LARGE_BLOCK (2UL << 20)
+#define HG_LARGE_BLOCKS (HG_LARGE_SPAN / HG_LARGE_BLOCK)
+#define HG_BLOCK_RELEASED INT32_MIN
+// Large objects up to this size are populated in one call at allocation
+// rather than by one fault per page.
+#define HG_POPULATE_MAX (64UL << 10)
+
+#define HG_TRACE_DEPTH 8
+
+// A run: consecutive frames that hold objects of one class and live and die
+// together. Slot s of frame f of the current generation is the page of
+// window w0+s over frame f, so one row (a slot index over all frames) is
+// contiguous in one window and is populated by one call.
+struct hg_run {
+	uint32_t frame;		// first frame
+	uint16_t nframes;
+	uint16_t w0;
+	uint16_t slots;		// slots per frame in this generation
+	uint8_t cls;		// class + 1 of this generation; 0 when free
+	uint8_t retired;
+	atomic_int pending;	// slots of this generation not yet dead
+	struct hg_run *next;	// free list
+};
+
+// What is known about every object ever handed out, kept until the memory
+// around it is released (release.c): by alias page (small) or first page
+// (large).
+struct hg_record {
+	atomic_uint_least32_t alloc;	// trace id + 1; 0: never allocated
+	atomic_uint_least32_t freed;	// trace id + 1; 0: live
+	uint32_t size;			// requested size
+	uint32_t extent;		// small: offset in its page; large: pages
+};
+
+// A chunk's runs, and whether its page tables and records are released.
+struct hg_chunk {
+	uint16_t runs, retired;
+	uint8_t released;
+};
+
+struct hg_state {
+	char *small;			// HG_WINDOWS windows of HG_FILE bytes
+	char *large;			// HG_LARGE_SPAN bytes, private
+	int memfd;
+	atomic_uint windows;		// windows mapped so far
+	uint32_t frame_top;		// frames handed to runs so far
+	atomic_ulong large_top;		// bytes of the large region handed out (lock)
+	struct hg_run *runs;		// indexed by first frame / 2
+	uint32_t *owner;		// frame / 2 -> run index
+	struct hg_run *free_runs[3];	// by size index
+	int free_count[3];
+	struct hg_record *small_rec;	// by alias: hg_record_of
+	struct hg_record *large_rec;	// by page of the large region
+	atomic_int *large_live;		// objects per large block
+	atomic_int fallback;		// 1: new objects come from glibc
+	struct hg_chunk chunks[HG_CHUNKS];
+	int islands;			// runs of released chunks
+};
+
+extern struct hg_state hg;
+extern const uint16_t hg_class_size[HG_CLASSES];
+
+// init.c
+void hg_init(void);
+void hg_lock(void);
+void hg_unlock(void);
+void hg_lock_reset(void);
+void hg_fallback(const char *why);
+void hg_thread_registered(void *cache);
+
+// small.c
+int hg_small_class(size_t size, size_t align);
+void *hg_small_alloc(int cls, size_t size, uint32_t trace);
+void hg_small_free(void *p, uint32_t trace);
+size_t hg_small_usable(const void *p, uint32_t trace);
+int hg_small_map_windows(unsigned upto);
+void hg_thread_exit(void *unused);
+struct hg_record *hg_small_record(uintptr_t addr);
+
+// large.c
+void *hg_large_alloc(size_t size, size_t align, uint32_t trace);
+void hg_large_free(void *p, uint32_t trace);
+size_t hg_large_usable(const void *p, uint32_t trace);
+struct hg_record *hg_large_find(uintptr_t addr, uintptr_t *start);
+
+// The record of alias (window w, frame). Records are laid out by chunk,
+// then by group of 16 windows, then by frame, then by window: a small heap
+// whose few frames go through every window, and a large one whose many
+// frames use a few windows each, both fill the pages they touch; and a
+// chunk's records are one block, released at once.
+#define HG_REC_GROUP 16
+static inline struct hg_record *hg_record_of(unsigned w, uint32_t frame)
+{
+	uintptr_t chunk = frame / HG_CHUNK_FRAMES, in_chunk = frame % HG_CHUNK_FRAMES;
+	uintptr_t group = w / HG_REC_GROUP;
+	return &hg.small_rec[((chunk * (HG_WINDOWS / HG_REC_GROUP) + group) * HG_CHUNK_FRAMES + in_chunk) *
+				     HG_REC_GROUP + w % HG_REC_GROUP];
+}
+
+static inline int hg_in_small(uintptr_t a)
+{
+	return a - (uintptr_t)hg.small < HG_WINDOWS * HG_FILE;
+}
+
+static inline int hg_in_large(uintptr_t a)
+{
+	return a - (uintptr_t)hg.large < HG_LARGE_SPAN;
+}
+
+// revoke.c
+void hg_revoke(void *page, size_t len);
+
+// release.c
+void hg_chunk_maybe_release(uint32_t chunk);
+void hg_block_maybe_release(uintptr_t block);
+int hg_block_released(uintptr_t addr);
+int hg_chunk_unmap(uint32_t chunk, unsigned w);
+
+// trace.c
+uint32_t hg_trace_here(void *frame);
+int hg_trace_get(uint32_t id, uintptr_t out[HG_TRACE_DEPTH]);
+
+// report.c
+void hg_install_fault_handler(void);
+__attribute__((noreturn)) void hg_report_free_error(const char *what, const void *p,
+						     const struct hg_record *r, uint32_t trace);
+__attribute__((noreturn)) void hg_die(const char *what);
+void hg_say(const char *msg);
+
+// fork.c
+void hg_install_fork_handlers(void);
+
+#endif

@@ -1,0 +1,334 @@
+// Test cases for the heap guard, one per run: `cases NAME`. Run with the
+// guard preloaded; heapguard_test.go checks how each run ends (its signal
+// and its report). Objects are made by alloc_site and freed by free_site so
+// the reports' traces can be checked by name (they are global, and the
+// program is linked with -rdynamic, so that dladdr names them).
+//
+// The cases misuse the heap on purpose: the compiler's warnings about it
+// are expected here.
+#pragma GCC diagnostic ignored "-Wfree-nonheap-object"
+#pragma GCC diagnostic ignored "-Wuse-after-free"
+#pragma GCC diagnostic ignored "-Walloc-size-larger-than="
+#define _GNU_SOURCE
+#include <malloc.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static volatile char sink;
+
+__attribute__((noinline)) char *alloc_site(size_t n)
+{
+	char *p = malloc(n);
+	memset(p, 'a', n);
+	return p;
+}
+
+__attribute__((noinline)) void free_site(void *p)
+{
+	free(p);
+}
+
+void read_byte(const char *p)
+{
+	sink = *(volatile const char *)p;
+}
+
+int uaf_read(void)
+{
+	char *p = alloc_site(32);
+	free_site(p);
+	read_byte(p);
+	return 0;
+}
+
+int uaf_write(void)
+{
+	char *p = alloc_site(100);
+	free_site(p);
+	p[0] = 1;
+	return 0;
+}
+
+int uaf_interior(void)
+{
+	char *p = alloc_site(200);
+	char *inside = p + 150;
+	free_site(p);
+	read_byte(inside);
+	return 0;
+}
+
+int uaf_large(void)
+{
+	char *p = alloc_site(100000);
+	free_site(p);
+	read_byte(p + 70000);
+	return 0;
+}
+
+void *use_in_thread(void *p)
+{
+	read_byte(p);
+	return NULL;
+}
+
+int uaf_thread(void)
+{
+	char *p = alloc_site(48);
+	free_site(p);
+	pthread_t t;
+	pthread_create(&t, NULL, use_in_thread, p);
+	pthread_join(t, NULL);
+	return 0;
+}
+
+void *free_in_thread(void *p)
+{
+	free_site(p);
+	return NULL;
+}
+
+int uaf_freed_by_other_thread(void)
+{
+	char *p = alloc_site(64);
+	pthread_t t;
+	pthread_create(&t, NULL, free_in_thread, p);
+	pthread_join(t, NULL);
+	read_byte(p);
+	return 0;
+}
+
+int uaf_realloc(void)
+{
+	char *p = alloc_site(16);
+	char *q = realloc(p, 5000);
+	if (q == p || q[15] != 'a')
+		return 3;
+	read_byte(p);
+	return 0;
+}
+
+int uaf_memalign(void)
+{
+	void *a, *b = aligned_alloc(4096, 4096), *c = memalign(64, 40);
+	if (posix_memalign(&a, 256, 300) || (uintptr_t)a % 256 || (uintptr_t)b % 4096 || (uintptr_t)c % 64)
+		return 3;
+	free(a);
+	free(b);
+	free_site(c);
+	read_byte(c);
+	return 0;
+}
+
+// The child must fault on the parent's freed object and must not see the
+// parent's writes made after fork.
+int uaf_fork(void)
+{
+	char *keep = alloc_site(32), *gone = alloc_site(32);
+	free_site(gone);
+	int go[2];
+	if (pipe(go))
+		return 3;
+	pid_t child = fork();
+	if (child == 0) {
+		char c;
+		if (read(go[0], &c, 1) != 1 || keep[0] != 'a')
+			_exit(4);
+		char *fresh = alloc_site(32);
+		free_site(fresh);
+		read_byte(gone);
+		_exit(5);
+	}
+	keep[0] = 'P';
+	if (write(go[1], "x", 1) != 1)
+		return 3;
+	int status;
+	waitpid(child, &status, 0);
+	if (!WIFSIGNALED(status) || WTERMSIG(status) != 11)
+		return 6;
+	read_byte(gone);
+	return 0;
+}
+
+int double_free(void)
+{
+	char *p = alloc_site(24);
+	free_site(p);
+	free(p);
+	return 0;
+}
+
+int invalid_free_interior(void)
+{
+	char *p = alloc_site(64);
+	free(p + 16);
+	return 0;
+}
+
+int invalid_free_stack(void)
+{
+	char local[16];
+	free(local + sink);
+	return 0;
+}
+
+void *churn(void *arg)
+{
+	long n = (long)arg;
+	void *held[64] = {0};
+	for (long i = 0; i < n; i++) {
+		size_t k = (size_t)i % 64;
+		free(held[k]);
+		held[k] = malloc(16 + (size_t)(i * 7) % 3000);
+	}
+	for (int k = 0; k < 64; k++)
+		free(held[k]);
+	return NULL;
+}
+
+// Millions of allocations on two threads, then a use-after-free must still
+// fault: the heap recycles frames and windows, never an alias.
+int stress(void)
+{
+	long n = 1500000;
+	pthread_t t;
+	pthread_create(&t, NULL, churn, (void *)n);
+	churn((void *)n);
+	pthread_join(t, NULL);
+	char *p = alloc_site(16);
+	free_site(p);
+	read_byte(p);
+	return 0;
+}
+
+void churn_16(long n)
+{
+	for (long i = 0; i < n; i++) {
+		// volatile: the compiler may drop a malloc whose result is unused.
+		void *volatile p = malloc(16);
+		free(p);
+	}
+}
+
+// Long after the free, the object's frames are retired and its chunk
+// released (page tables and records): a use still faults and is reported.
+int uaf_released(void)
+{
+	churn_16(300000);
+	char *p = alloc_site(16);
+	free_site(p);
+	churn_16(600000);
+	read_byte(p);
+	return 0;
+}
+
+// A child forked after chunks were released still faults on an object in
+// one (its windows are new mappings, released again).
+int uaf_fork_released(void)
+{
+	churn_16(300000);
+	char *old = alloc_site(16);
+	free_site(old);
+	churn_16(600000);
+	pid_t child = fork();
+	if (child == 0) {
+		free_site(alloc_site(16));
+		read_byte(old);
+		_exit(5);
+	}
+	int status;
+	waitpid(child, &status, 0);
+	return WIFSIGNALED(status) && WTERMSIG(status) == 11 ? 0 : 6;
+}
+
+// The same for a large object: its block of the large region is released
+// once every object in it is dead and the region has moved past it.
+int uaf_large_released(void)
+{
+	char *p = alloc_site(8000);
+	free_site(p);
+	for (int i = 0; i < 2000; i++) {
+		void *volatile q = malloc(8000);
+		free(q);
+	}
+	read_byte(p);
+	return 0;
+}
+
+// A correct program: no report, exit 0.
+int clean(void)
+{
+	char *s = calloc(100, 1);
+	for (int i = 0; i < 100; i++)
+		if (s[i])
+			return 3;
+	char *r = realloc(s, 10);
+	r = reallocarray(r, 300, 10);
+	if (!r || malloc_usable_size(r) < 3000)
+		return 4;
+	free(r);
+	void *big = calloc(1, 10 << 20);
+	if (((char *)big)[5 << 20])
+		return 5;
+	free(big);
+	free(malloc(0));
+	if (reallocarray(NULL, SIZE_MAX / 2, 4) || calloc(SIZE_MAX / 2, 4))
+		return 6;
+	free(valloc(10));
+	free(pvalloc(10));
+	return system("exit 0") == 0 ? 0 : 7;
+}
+
+// Memory allocated before any constructor runs is guarded too.
+char *early;
+void before_constructors(int argc, char **argv, char **envp)
+{
+	(void)argc, (void)argv, (void)envp;
+	early = alloc_site(40);
+	free_site(early);
+}
+__attribute__((section(".preinit_array"), used)) static void (*preinit)(int, char **, char **) = before_constructors;
+
+int uaf_before_constructors(void)
+{
+	read_byte(early);
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int (*run)(void);
+} cases[] = {
+	{"uaf_read", uaf_read},
+	{"uaf_write", uaf_write},
+	{"uaf_interior", uaf_interior},
+	{"uaf_large", uaf_large},
+	{"uaf_thread", uaf_thread},
+	{"uaf_freed_by_other_thread", uaf_freed_by_other_thread},
+	{"uaf_realloc", uaf_realloc},
+	{"uaf_memalign", uaf_memalign},
+	{"uaf_fork", uaf_fork},
+	{"uaf_before_constructors", uaf_before_constructors},
+	{"double_free", double_free},
+	{"invalid_free_interior", invalid_free_interior},
+	{"invalid_free_stack", invalid_free_stack},
+	{"stress", stress},
+	{"uaf_released", uaf_released},
+	{"uaf_large_released", uaf_large_released},
+	{"uaf_fork_released", uaf_fork_released},
+	{"clean", clean},
+};
+
+int main(int argc, char **argv)
+{
+	for (size_t i = 0; argc == 2 && i < sizeof cases / sizeof cases[0]; i++)
+		if (strcmp(argv[1], cases[i].name) == 0)
+			return cases[i].run();
+	fprintf(stderr, "usage: cases NAME\n");
+	return 2;
+}
