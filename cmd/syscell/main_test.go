@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/syscell/syscell/heapguard"
 )
 
 // TestMain makes the test binary play syscell when testscript runs it under
@@ -32,7 +34,10 @@ func TestScripts(t *testing.T) {
 		Dir:                 "testdata",
 		RequireExplicitExec: true,
 		Setup:               copyFixtures,
-		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"status": cmdStatus},
+		Cmds: map[string]func(*testscript.TestScript, bool, []string){
+			"status":          cmdStatus,
+			"build-heapguard": cmdBuildHeapGuard,
+		},
 	})
 }
 
@@ -67,6 +72,33 @@ func cmdStatus(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
 	}
+}
+
+// cmdBuildHeapGuard is "build-heapguard": build the guard library where
+// syscell run --heap-guard looks for it, next to the script's syscell.
+func cmdBuildHeapGuard(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) > 0 {
+		ts.Fatalf("usage: build-heapguard")
+	}
+	exe := scriptSyscell(ts)
+	src, err := filepath.Abs("../../heapguard")
+	ts.Check(err)
+	diag, err := heapguard.Build(src, heapguard.LibraryPath(exe), "cc")
+	if err != nil {
+		ts.Fatalf("build the heap guard: %v\n%s", err, diag)
+	}
+}
+
+// scriptSyscell is the syscell binary on the script's PATH.
+func scriptSyscell(ts *testscript.TestScript) string {
+	for _, dir := range filepath.SplitList(ts.Getenv("PATH")) {
+		exe := filepath.Join(dir, "syscell")
+		if _, err := os.Stat(exe); err == nil {
+			return exe
+		}
+	}
+	ts.Fatalf("no syscell on the script's PATH")
+	return ""
 }
 
 // TestRawNotToTerminal checks that compile refuses to write a binary program

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/syscell/syscell/enforce"
+	"github.com/syscell/syscell/heapguard"
 	"github.com/syscell/syscell/policies"
 	"github.com/syscell/syscell/policy"
 	"github.com/syscell/syscell/syscalls"
@@ -26,11 +27,12 @@ import (
 
 type runCmd struct {
 	policyFlags
-	arch   archFlag
-	policy string
-	mode   string
-	action string
-	report string
+	arch      archFlag
+	policy    string
+	mode      string
+	action    string
+	report    string
+	heapGuard bool
 }
 
 func runCommand() *cobra.Command {
@@ -64,7 +66,12 @@ errno (EPERM) or trap.
 
 CMD gets syscell's standard streams and environment, and no other
 descriptor. Terminal interrupts (SIGINT, SIGQUIT) reach CMD directly;
-SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to syscell are passed on.`,
+SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to syscell are passed on.
+
+--heap-guard preloads syscell's use-after-free guard into CMD (LD_PRELOAD):
+every use of freed heap memory then faults with a report naming the
+allocation and free sites. The guard's own syscalls are allowed whatever
+the policy says of them.`,
 		Example: `  syscell run --policy runtime-default -- /bin/true
   syscell run --policy my.toml --mode audit --report calls.json -- ./server
   syscell run --policy docker.json --caps '' --action kill -- sh -c 'mount -t tmpfs x /mnt'`,
@@ -85,6 +92,7 @@ SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to syscell are passed on.`,
 	fs.StringVar(&c.mode, "mode", "enforce", "enforce, audit or complain")
 	fs.StringVar(&c.action, "action", "", "what every denied call gets: kill, errno or trap (default: the policy's actions)")
 	fs.StringVar(&c.report, "report", "", "write the calls outside the policy and how CMD ended to `FILE`, as JSON")
+	fs.BoolVar(&c.heapGuard, "heap-guard", false, "preload the use-after-free guard (its own syscalls are allowed)")
 	return cmd
 }
 
@@ -112,6 +120,11 @@ func (c *runCmd) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	command := enforce.Command{Path: path, Args: args, Stdin: cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
+	if c.heapGuard {
+		if command.Env, err = heapGuardEnv(); err != nil {
+			return err
+		}
+	}
 	res, err := runSupervised(r, command, mode)
 	if res == nil {
 		if report != nil {
@@ -179,6 +192,9 @@ func (c *runCmd) resolve(cmd *cobra.Command) (*policy.Resolved, error) {
 		}
 	} else if p, err = c.load(cmd, c.policy); err != nil {
 		return nil, c.notBundled(err)
+	}
+	if c.heapGuard {
+		allowHeapGuard(p)
 	}
 	r := resolveFor(p, arches)
 	if !slices.ContainsFunc(r.Tables, func(t *policy.Table) bool { return t.Arch == syscalls.X86_64 }) {
@@ -281,4 +297,41 @@ func tell(w io.Writer, mode enforce.Mode, name string, res *enforce.Result) {
 		fmt.Fprintf(tw, "  %s\t%s\t%d\t%#x\t%s\n", call.ABI, call.Syscall, call.Count, call.FirstIP, call.Action)
 	}
 	tw.Flush()
+}
+
+// allowHeapGuard makes p allow the guard's own syscalls whatever it says of
+// them: a guard whose madvise fails cannot keep its promise, so the calls
+// are taken out of every rule that would stop them and allowed.
+func allowHeapGuard(p *policy.Policy) {
+	guard := heapguard.Syscalls()
+	var rules []policy.Rule
+	for _, r := range p.Rules {
+		if r.Action != policy.ActAllow {
+			r.Syscalls = slices.DeleteFunc(slices.Clone(r.Syscalls), func(n string) bool { return slices.Contains(guard, n) })
+		}
+		if len(r.Syscalls) > 0 {
+			rules = append(rules, r)
+		}
+	}
+	p.Rules = append(rules, policy.Rule{Syscalls: guard, Action: policy.ActAllow, Pos: policy.Pos{File: "--heap-guard"}})
+}
+
+// heapGuardEnv is syscell's environment with the guard preloaded first.
+func heapGuardEnv() ([]string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("--heap-guard: %w", err)
+	}
+	lib := heapguard.LibraryPath(exe)
+	if _, err := os.Stat(lib); err != nil {
+		return nil, fmt.Errorf("--heap-guard: the guard library is missing (make build puts it next to syscell): %w", err)
+	}
+	env := os.Environ()
+	for i, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "LD_PRELOAD="); ok {
+			env[i] = "LD_PRELOAD=" + lib + ":" + v
+			return env, nil
+		}
+	}
+	return append(env, "LD_PRELOAD="+lib), nil
 }
