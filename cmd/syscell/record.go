@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/syscell/syscell/record"
+	"github.com/syscell/syscell/trace"
+)
+
+type recordCmd struct {
+	output     string
+	merge      []string
+	format     string
+	allowLossy bool
+	stackBytes int
+	quiet      bool
+}
+
+func recordCommand() *cobra.Command {
+	var c recordCmd
+	cmd := &cobra.Command{
+		Use:   "record [flags] -- CMD [ARGS...]",
+		Short: "Record which library makes which system calls, as a policy",
+		Long: `Run CMD and every process and thread it creates, from CMD's first
+instruction to the exit of the last of them, and write a policy: one
+compartment per object (executable, shared library) that made system
+calls, named by its path with its GNU build-id, listing its calls with how
+often each was made; the union of all calls as the rule that allows them;
+EPERM for everything else.
+
+A call belongs to the innermost stack frame whose code lies outside the
+system runtime (libc, the dynamic loader, the vDSO): to the object that
+asked the runtime for it. Calls the runtime makes on its own (start-up,
+exit) belong to [runtime], calls from anonymous executable memory (JIT
+code) to [anon-exec]. Stacks are unwound with the objects' .eh_frame, so
+no frame pointers are needed.
+
+Every call is accounted for: one that could not be attributed, or that the
+kernel could not deliver, makes the recording lossy, and then no policy is
+written and syscell exits with status 1, unless --allow-lossy (the union
+then still allows the unattributed calls). A summary goes to stderr, and a
+progress line every few seconds for long runs.
+
+--merge adds earlier recordings (policies record wrote, or syso JSON) to
+this one, so that a policy covers several runs. --format syso-json writes
+{"path": {"x86_64 syscall number": count}}, as addrfilter's tools do.
+
+SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to syscell are passed on to CMD,
+and recording goes on until CMD and its descendants have exited; a
+terminal's Ctrl-C reaches CMD itself, and a second one stops the recording
+at once.
+
+record needs root (CAP_BPF and CAP_PERFMON): it attaches an eBPF program to
+the system call tracepoint. syscell exits with CMD's exit status, or 128
+plus the signal that killed it, once the policy is written.`,
+		Example: `  syscell record -o nginx.toml -- nginx -g 'daemon off;'
+  syscell record --merge run1.toml --merge run2.toml -o all.toml -- ./server
+  syscell record --format syso-json -o calls.json -- ./bench`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return inputErrorf("usage: %s", cmd.UseLine())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return c.run(cmd, args) },
+	}
+	fs := cmd.Flags()
+	// Flags end at CMD, whose own flags are its business.
+	fs.SetInterspersed(false)
+	fs.StringVarP(&c.output, "output", "o", "", "write the policy to `FILE` (default: standard output)")
+	fs.StringArrayVar(&c.merge, "merge", nil, "add an earlier recording from `FILE` (repeatable)")
+	fs.StringVar(&c.format, "format", "toml", "toml (a syscell policy) or syso-json")
+	fs.BoolVar(&c.allowLossy, "allow-lossy", false, "write the policy even if calls were lost or could not be attributed")
+	fs.IntVar(&c.stackBytes, "stack-bytes", trace.DefaultStackBytes, fmt.Sprintf("`BYTES` of stack to copy for an unwind, at most %d", trace.MaxStackBytes))
+	fs.BoolVarP(&c.quiet, "quiet", "q", false, "no progress lines")
+	return cmd
+}
+
+func (c *recordCmd) run(cmd *cobra.Command, args []string) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	earlier, err := c.loadMerges()
+	if err != nil {
+		return err
+	}
+	path, err := exec.LookPath(args[0])
+	if err != nil {
+		return inputErrorf("%s: %w", args[0], errors.Unwrap(err))
+	}
+	rec, state, err := c.record(cmd, path, args)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(cmd.ErrOrStderr(), "syscell: "+rec.Summary())
+	if len(earlier) > 0 {
+		rec = record.Merge(append([]*record.Recording{rec}, earlier...)...)
+	}
+	if err := c.write(cmd, rec); err != nil {
+		return err
+	}
+	return commandStatus(cmd, args[0], state)
+}
+
+func (c *recordCmd) check() error {
+	if c.format != "toml" && c.format != "syso-json" {
+		return inputErrorf("--format: unknown format %q (want toml or syso-json)", c.format)
+	}
+	if c.stackBytes < 0 || c.stackBytes > trace.MaxStackBytes {
+		return inputErrorf("--stack-bytes: %d is not between 0 and %d", c.stackBytes, trace.MaxStackBytes)
+	}
+	return nil
+}
+
+// loadMerges reads the --merge files before CMD runs: a bad one stops
+// syscell before CMD has done anything.
+func (c *recordCmd) loadMerges() ([]*record.Recording, error) {
+	var recs []*record.Recording
+	for _, path := range c.merge {
+		rec, err := record.Load(path)
+		if err != nil {
+			return nil, fileError(path, err)
+		}
+		recs = append(recs, rec)
+	}
+	return recs, nil
+}
+
+// record runs CMD under the recorder. SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2
+// are passed on to CMD, which is recorded until it (and every process it
+// started) exits. A terminal's SIGINT reaches CMD directly; a second one
+// ends the recording at once, with what was recorded until then.
+func (c *recordCmd) record(cmd *cobra.Command, path string, args []string) (*record.Recording, *os.ProcessState, error) {
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, unix.SIGTERM, unix.SIGHUP, unix.SIGUSR1, unix.SIGUSR2)
+	defer signal.Stop(signals)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	interrupts := make(chan os.Signal, 2)
+	signal.Notify(interrupts, unix.SIGINT)
+	defer signal.Stop(interrupts)
+	go func() {
+		<-interrupts
+		<-interrupts
+		cancel()
+	}()
+	target := exec.Command(path, args[1:]...)
+	target.Args[0] = args[0]
+	target.Stdin, target.Stdout, target.Stderr = cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+	opts := record.Options{Trace: trace.Options{StackBytes: c.stackBytes}, Signals: signals}
+	if !c.quiet {
+		opts.Progress = cmd.ErrOrStderr()
+	}
+	rec, state, err := record.Run(ctx, target, opts)
+	if errors.Is(err, unix.EPERM) {
+		return nil, nil, fmt.Errorf("record needs root (CAP_BPF and CAP_PERFMON) to load its eBPF program: %w", err)
+	}
+	return rec, state, err
+}
+
+// write writes the recording, unless it is lossy and that is not allowed.
+func (c *recordCmd) write(cmd *cobra.Command, rec *record.Recording) error {
+	if rec.Lossy() && !c.allowLossy {
+		return fmt.Errorf("%d calls could not be attributed and %d events were lost: no policy written (--allow-lossy writes it anyway)",
+			rec.Unattributed(), rec.Lost.Total())
+	}
+	var buf bytes.Buffer
+	var err error
+	if c.format == "syso-json" {
+		err = rec.WriteSyso(&buf)
+	} else {
+		err = rec.WriteTOML(&buf)
+	}
+	if err != nil {
+		return err
+	}
+	return writeOutput(cmd, c.output, buf.Bytes())
+}
+
+// commandStatus is syscell's exit status for how CMD ended: nothing if it
+// succeeded, else its status, or 128 plus the signal that killed it.
+func commandStatus(cmd *cobra.Command, name string, state *os.ProcessState) error {
+	if state == nil {
+		return nil
+	}
+	ws, _ := state.Sys().(syscall.WaitStatus)
+	switch {
+	case ws.Signaled():
+		fmt.Fprintf(cmd.ErrOrStderr(), "syscell: %s killed by %s\n", name, unix.SignalName(ws.Signal()))
+		return exitStatus(128 + int(ws.Signal()))
+	case state.ExitCode() != 0:
+		return exitStatus(state.ExitCode())
+	}
+	return nil
+}

@@ -1,0 +1,125 @@
+package record
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+
+	"github.com/syscell/syscell/policy"
+	"github.com/syscell/syscell/syscalls"
+)
+
+// Policy returns the recording as a policy: calls no rule allows fail with
+// EPERM; one rule allows the union of every compartment's calls (and of
+// the calls that could not be attributed, which happened all the same);
+// each compartment lists its calls. The options annotate each
+// compartment's calls with their counts.
+func (r *Recording) Policy() (*policy.Policy, policy.WriteOptions) {
+	p := &policy.Policy{Default: policy.ActEPERM, BadArch: policy.ActKillProcess, Arches: r.arches()}
+	opts := policy.WriteOptions{Comments: map[string]map[string]string{}}
+	for _, c := range r.Compartments {
+		p.Compartments = append(p.Compartments, policy.Compartment{
+			Name: c.Name, Path: c.Path, BuildID: c.BuildID, Syscalls: sortedNames(c.Calls)})
+		opts.Comments[c.Name] = countComments(c.Calls)
+	}
+	if union := r.union(); len(union) > 0 {
+		p.Rules = []policy.Rule{{Syscalls: union, Action: policy.ActAllow}}
+	}
+	return p, opts
+}
+
+// arches are the ABIs the recorded calls used; at least x86_64.
+func (r *Recording) arches() []syscalls.Arch {
+	if len(r.Arches) == 0 {
+		return []syscalls.Arch{syscalls.X86_64}
+	}
+	return slices.Clone(r.Arches)
+}
+
+// union lists, sorted and once each, every call the program made.
+func (r *Recording) union() []string {
+	names := slices.Clone(r.Allowed)
+	for _, c := range r.Compartments {
+		names = append(names, sortedNames(c.Calls)...)
+	}
+	for i := range r.Failures {
+		names = append(names, sortedNames(r.Failures[i].Calls)...)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// countComments says how many times each call was made, where known.
+func countComments(calls map[string]uint64) map[string]string {
+	comments := map[string]string{}
+	for name, n := range calls {
+		switch n {
+		case 0:
+		case 1:
+			comments[name] = "1 call"
+		default:
+			comments[name] = fmt.Sprintf("%d calls", n)
+		}
+	}
+	return comments
+}
+
+// WriteTOML writes the recording's policy in syscell's TOML.
+func (r *Recording) WriteTOML(w io.Writer) error {
+	p, opts := r.Policy()
+	return p.WriteTOMLWithOptions(w, opts)
+}
+
+// WriteSyso writes the recording in the "syso JSON" of addrfilter's tools:
+// {"compartment": {"x86_64 syscall number": count}}, with the calls that
+// could not be attributed under "FAILED", as addrfilter writes them. The
+// format has no build-ids, ABIs or rules; a call without an x86_64 number
+// cannot be written.
+func (r *Recording) WriteSyso(w io.Writer) error {
+	out := map[string]map[string]uint64{}
+	for _, c := range r.Compartments {
+		calls, err := sysoCalls(c.Name, c.Calls)
+		if err != nil {
+			return err
+		}
+		out[c.Name] = calls
+	}
+	failed := map[string]uint64{}
+	for i := range r.Failures {
+		for name, n := range r.Failures[i].Calls {
+			failed[name] += n
+		}
+	}
+	if len(failed) > 0 {
+		calls, err := sysoCalls(SysoFailed, failed)
+		if err != nil {
+			return err
+		}
+		out[SysoFailed] = calls
+	}
+	data, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(data, '\n'))
+	return err
+}
+
+// SysoFailed is the syso JSON key of the calls that could not be
+// attributed.
+const SysoFailed = "FAILED"
+
+// sysoCalls numbers calls by their x86_64 numbers.
+func sysoCalls(owner string, calls map[string]uint64) (map[string]uint64, error) {
+	out := map[string]uint64{}
+	for name, n := range calls {
+		nr, ok := syscalls.Lookup(syscalls.X86_64, name)
+		if !ok {
+			return nil, fmt.Errorf("record: syso JSON has x86_64 numbers only, and %s has none (called by %s)", name, owner)
+		}
+		out[strconv.Itoa(int(nr))] = n
+	}
+	return out, nil
+}

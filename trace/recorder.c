@@ -1,0 +1,996 @@
+//go:build ignore
+
+// The recorder's eBPF side. For every system call of a traced task it
+// either counts the call under the compartment user space already found for
+// its call path (a walk of the "paths" trie), or sends user space a
+// snapshot to attribute: the registers and the top of the user stack. It
+// also tells user space which executable memory each address space holds,
+// and follows tasks through fork, exec and exit.
+//
+// Tasks are traced by thread id (the tasks map): user space adds the first
+// one, and every task a traced task creates is traced from its creation.
+// An address space is named by its mm's context.ctx_id, which the kernel
+// never reuses.
+
+#include <linux/bpf.h>
+#include <linux/types.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+
+char __license[] SEC("license") = "Dual MIT/GPL";
+
+// Kernel types, reduced to the fields used here; CO-RE relocates the
+// accesses to the running kernel's layout.
+
+typedef struct {
+	__u64 ctx_id;
+	void *vdso;
+} __attribute__((preserve_access_index)) mm_context_t;
+
+struct mm_struct {
+	mm_context_t context;
+	unsigned long brk;
+	unsigned long start_stack;
+} __attribute__((preserve_access_index));
+
+struct thread_info {
+	__u32 status;
+} __attribute__((preserve_access_index));
+
+struct task_struct {
+	struct thread_info thread_info;
+	struct mm_struct *mm;
+	int pid;
+	int tgid;
+} __attribute__((preserve_access_index));
+
+struct qstr {
+	__u32 len;
+	const unsigned char *name;
+} __attribute__((preserve_access_index));
+
+struct dentry {
+	struct dentry *d_parent;
+	struct qstr d_name;
+} __attribute__((preserve_access_index));
+
+struct vfsmount {
+	struct dentry *mnt_root;
+} __attribute__((preserve_access_index));
+
+struct mount {
+	struct mount *mnt_parent;
+	struct dentry *mnt_mountpoint;
+	struct vfsmount mnt;
+} __attribute__((preserve_access_index));
+
+struct path {
+	struct vfsmount *mnt;
+	struct dentry *dentry;
+} __attribute__((preserve_access_index));
+
+struct super_block {
+	__u32 s_dev;
+} __attribute__((preserve_access_index));
+
+struct inode {
+	struct super_block *i_sb;
+	unsigned long i_ino;
+} __attribute__((preserve_access_index));
+
+struct file {
+	struct path f_path;
+	struct inode *f_inode;
+} __attribute__((preserve_access_index));
+
+struct vm_area_struct {
+	unsigned long vm_start;
+	unsigned long vm_end;
+	unsigned long vm_flags;
+	unsigned long vm_pgoff;
+	struct file *vm_file;
+} __attribute__((preserve_access_index));
+
+struct linux_binprm {
+	const char *filename;
+} __attribute__((preserve_access_index));
+
+struct bpf_iter_task_vma {
+	__u64 __opaque[1];
+} __attribute__((aligned(8)));
+
+extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struct *task, __u64 addr) __ksym;
+extern struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it) __ksym;
+extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __ksym;
+
+#define VM_EXEC 0x4
+#define TS_COMPAT 0x2
+#define MAP_FIXED 0x10
+#define MAX_ERRNO 4095
+
+// Syscall numbers (x86_64) of the calls that change executable memory.
+// The same calls made through the i386 ABI (int $0x80) by an x86_64
+// program are not followed: code they map is unknown to user space, and
+// calls from it fail to be attributed rather than being guessed.
+#define NR_MMAP 9
+#define NR_MPROTECT 10
+#define NR_MUNMAP 11
+#define NR_BRK 12
+#define NR_MREMAP 25
+#define NR_SHMAT 30
+#define NR_SHMDT 67
+#define NR_REMAP_FILE_PAGES 216
+#define NR_PKEY_MPROTECT 329
+
+// I386_FLAG marks, in a recorded syscall number, a call made through the
+// i386 ABI; x32 numbers carry their own bit (0x40000000).
+#define I386_FLAG 0x80000000u
+
+// Sizes. STACK_BUF bounds the stack copy; stack_bytes, set at load time,
+// chooses how much of it is used.
+#define STACK_BUF 65536
+#define PATH_BUF 4096
+#define NAME_MAX_LEN 255
+#define MAX_PATH_STEPS 48
+#define MAX_WALK_STEPS 32
+#define MAX_VMAS 8192
+#define NREGS 21
+
+volatile const __u32 stack_bytes = 32768;
+
+// The events user space reads from the ring buffer.
+enum event_type {
+	EV_SYSCALL = 1, // a call whose path the trie does not know
+	EV_ASPACE = 2,  // a new address space: forget what was known of it
+	EV_MAP = 3,     // an executable mapping
+	EV_UNMAP = 4,   // a range whose executable mappings changed
+	EV_FORK = 5,
+	EV_EXEC = 6,
+	EV_EXIT = 7,
+	EV_COUNT = 8,   // calls counted for a compartment, when the counts map is full
+};
+
+// Kinds of executable mappings.
+enum map_kind {
+	MAP_FILE = 1,
+	MAP_ANON = 2,
+	MAP_VDSO = 3,
+};
+
+struct event_header {
+	__u32 type;
+	__u32 tid;
+	__u32 tgid;
+	__u32 flags; // EV_ASPACE: the snapshot failed; EV_MAP: the path is cut short
+	__u64 aspace;
+	__u64 epoch;
+};
+
+struct syscall_event {
+	struct event_header h;
+	__u32 nr;
+	__u32 stack_len;
+	__u64 regs[NREGS]; // struct pt_regs
+	__u8 stack[STACK_BUF];
+};
+
+struct map_event {
+	struct event_header h;
+	__u64 start;
+	__u64 end;
+	__u64 pgoff;
+	__u64 ino;
+	__u32 dev; // the kernel's dev_t: major << 20 | minor
+	__u32 kind;
+	__u32 path_len;
+	__u32 pad;
+	char path[PATH_BUF];
+};
+
+struct unmap_event {
+	struct event_header h;
+	__u64 start;
+	__u64 end;
+};
+
+struct fork_event {
+	struct event_header h;
+	__u32 child_tid;
+	__u32 child_tgid;
+	__u64 child_aspace;
+};
+
+struct exec_event {
+	struct event_header h;
+	__u32 old_tid;
+	__u32 filename_len;
+	char filename[PATH_BUF];
+};
+
+struct exit_event {
+	struct event_header h;
+	__u32 group_dead;
+	__u32 pad;
+};
+
+struct count_event {
+	struct event_header h;
+	__u32 compartment;
+	__u32 nr;
+};
+
+// The paths trie. A node says what to read next (a stack word at an offset
+// from the stack pointer, a word at an absolute address, or a register)
+// or, at a leaf, the compartment the call belongs to. A child is found
+// under its parent's id and the value read.
+enum node_kind {
+	NODE_STACK = 1,
+	NODE_MEMORY = 2,
+	NODE_REGISTER = 3,
+	NODE_LEAF = 4,
+};
+
+// ROOT marks a root key: (ROOT | epoch, instruction pointer). User space
+// numbers nodes below it.
+#define ROOT (1ull << 63)
+
+struct node_key {
+	__u64 parent;
+	__u64 value;
+};
+
+struct node {
+	__u64 id;  // the node's id, or at a leaf the compartment
+	__s64 arg; // the stack offset, the address, or the register's pt_regs index
+	__u32 kind;
+	__u32 pad;
+};
+
+struct count_key {
+	__u32 compartment;
+	__u32 nr;
+};
+
+// Why events were lost, counted per CPU in the lost map.
+enum lost_reason {
+	LOST_SYSCALL = 0, // a call's snapshot did not fit in the ring buffer
+	LOST_MAP = 1,     // a mapping event did not fit
+	LOST_TASK = 2,    // the tasks map was full: a new task is not traced
+	LOST_COUNT = 3,   // a counted call fit neither the counts map nor the ring buffer
+	LOST_OTHER = 4,   // a fork, exec, exit or address space event did not fit
+	LOST_REASONS = 5,
+};
+
+struct pending {
+	__u64 nr;
+	__u64 start;
+	__u64 len;
+	__u64 old_start;
+	__u64 old_len;
+	__u32 had_exec;
+	__u32 pad;
+};
+
+struct scratch {
+	union {
+		struct syscall_event sys;
+		struct map_event map;
+		struct exec_event exec;
+	};
+	char tmp[PATH_BUF + NAME_MAX_LEN + 1];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u32);
+} tasks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, __u64);
+} aspaces SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 262144);
+	__type(key, struct node_key);
+	__type(value, struct node);
+} paths SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct count_key);
+	__type(value, __u64);
+} counts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct pending);
+} pendings SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LOST_REASONS);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost SEC(".maps");
+
+// Scratch areas, too large for a per-CPU map: one per CPU and program
+// (user space sets max_entries). A program runs on one CPU from start to
+// end, and the kernel never runs it twice at once on a CPU (it counts the
+// nested run as a recursion miss instead), but where tracepoint programs
+// can be preempted another program may run meanwhile: each has its own
+// area.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratches SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 << 20);
+} events SEC(".maps");
+
+__u64 epoch_counter = 0;
+
+static __always_inline void count_lost(__u32 reason)
+{
+	__u64 *n = bpf_map_lookup_elem(&lost, &reason);
+	if (n)
+		__sync_fetch_and_add(n, 1);
+}
+
+static __always_inline __u64 next_epoch(void)
+{
+	return __sync_fetch_and_add(&epoch_counter, 1) + 1;
+}
+
+// The programs that use scratch areas.
+enum scratch_user {
+	SCRATCH_ENTER = 0,
+	SCRATCH_EXIT = 1,
+	SCRATCH_EXEC = 2,
+	SCRATCH_USERS = 3,
+};
+
+static __always_inline struct scratch *get_scratch(__u32 user)
+{
+	__u32 key = bpf_get_smp_processor_id() * SCRATCH_USERS + user;
+	return bpf_map_lookup_elem(&scratches, &key);
+}
+
+static __always_inline void header(struct event_header *h, __u32 type, struct task_struct *task, __u64 aspace, __u64 epoch)
+{
+	h->type = type;
+	h->tid = task->pid;
+	h->tgid = task->tgid;
+	h->flags = 0;
+	h->aspace = aspace;
+	h->epoch = epoch;
+}
+
+// output sends a small event, counting it lost if it does not fit.
+static __always_inline void output(void *ev, __u64 size, __u32 reason)
+{
+	if (bpf_ringbuf_output(&events, ev, size, 0) != 0)
+		count_lost(reason);
+}
+
+// path_walk is the state of file_path's walk up the dentries.
+struct path_walk {
+	struct dentry *d;
+	struct vfsmount *vfsmnt;
+	struct mount *mnt;
+	__u32 pos;
+	__u32 done;
+	__u32 user;
+};
+
+// path_step moves one dentry (or one mount) up: a bpf_loop callback, which
+// the verifier checks once whatever the path's length.
+static long path_step(__u32 i, struct path_walk *w)
+{
+	// Locals, not w's fields, go into BPF_CORE_READ: it would record a
+	// CO-RE relocation for struct path_walk, which the kernel lacks.
+	struct dentry *d = w->d;
+	struct vfsmount *vfsmnt = w->vfsmnt;
+	struct mount *mnt = w->mnt;
+	struct scratch *s = get_scratch(w->user);
+	if (!s)
+		return 1;
+	struct dentry *root = BPF_CORE_READ(vfsmnt, mnt_root);
+	struct dentry *parent = BPF_CORE_READ(d, d_parent);
+	if (d == root || d == parent) {
+		struct mount *up = BPF_CORE_READ(mnt, mnt_parent);
+		if (up == mnt) {
+			w->done = 1;
+			return 1;
+		}
+		w->d = BPF_CORE_READ(mnt, mnt_mountpoint);
+		w->mnt = up;
+		w->vfsmnt = (void *)up + bpf_core_field_offset(struct mount, mnt);
+		return 0;
+	}
+	__u32 len = BPF_CORE_READ(d, d_name.len);
+	const unsigned char *name = BPF_CORE_READ(d, d_name.name);
+	if (len > NAME_MAX_LEN || len + 1 > w->pos)
+		return 1;
+	w->pos -= len;
+	bpf_probe_read_kernel(&s->tmp[w->pos & (PATH_BUF - 1)], len & NAME_MAX_LEN, name);
+	w->pos -= 1;
+	s->tmp[w->pos & (PATH_BUF - 1)] = '/';
+	w->d = parent;
+	return 0;
+}
+
+// file_path writes the path of f, from the root of the mount namespace,
+// into the scratch area's map event: the kernel's d_path is not available
+// to tracepoints. Components are copied backwards into tmp, then forwards
+// into the event. A path the walk could not finish is marked cut.
+static __always_inline void file_path(struct file *f, struct scratch *s, __u32 user)
+{
+	struct path_walk w = {.pos = PATH_BUF, .user = user};
+	w.d = BPF_CORE_READ(f, f_path.dentry);
+	w.vfsmnt = BPF_CORE_READ(f, f_path.mnt);
+	w.mnt = (void *)w.vfsmnt - bpf_core_field_offset(struct mount, mnt);
+	bpf_loop(MAX_PATH_STEPS, path_step, &w, 0);
+	__u64 pos = w.pos;
+	if (pos > PATH_BUF)
+		pos = PATH_BUF;
+	__u64 plen = PATH_BUF - pos;
+	bpf_probe_read_kernel(s->map.path, plen, &s->tmp[pos & (PATH_BUF - 1)]);
+	s->map.path_len = plen;
+	if (!w.done)
+		s->map.h.flags = 1;
+}
+
+// emit_vma sends the executable mapping emit_range put in the scratch area
+// of user, whose file (if any) is at file_addr. Like the other functions
+// below that are not inlined, it is a global function, which the verifier
+// checks once rather than at every call site and loop iteration; the
+// kernel pointers it is given are plain numbers, read with probe reads.
+__attribute__((noinline)) int emit_vma(__u64 file_addr, __u64 aspace, __u64 epoch, __u32 user)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct scratch *s = get_scratch(user);
+	if (!s)
+		return -1;
+	struct map_event *m = &s->map;
+	header(&m->h, EV_MAP, task, aspace, epoch);
+	m->path_len = 0;
+	struct file *f = (void *)file_addr;
+	if (f) {
+		m->kind = MAP_FILE;
+		m->ino = BPF_CORE_READ(f, f_inode, i_ino);
+		m->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+		file_path(f, s, user);
+	} else {
+		m->kind = m->start == (__u64)task->mm->context.vdso ? MAP_VDSO : MAP_ANON;
+		m->ino = 0;
+		m->dev = 0;
+	}
+	__u64 size = sizeof(*m) - PATH_BUF + (__u64)m->path_len;
+	if (size > sizeof(*m))
+		size = sizeof(*m);
+	output(m, size, LOST_MAP);
+	return 0;
+}
+
+// EMIT, in emit_range's how, asks for the mappings to be sent, from the
+// scratch area of the user in the bits above it.
+#define EMIT 1
+#define EMIT_FROM(user) (EMIT | (user) << 1)
+
+// emit_range counts the executable mappings of the current task that meet
+// [start, end), and sends them if how asks for it. It returns -1 if the
+// address space was busy (its lock taken for writing).
+__attribute__((noinline)) int emit_range(__u64 start, __u64 end, __u64 aspace, __u64 epoch, __u32 how)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 user = how >> 1;
+	struct scratch *s = get_scratch(user);
+	struct bpf_iter_task_vma it;
+	struct vm_area_struct *vma;
+	int n = 0;
+
+	if (!s)
+		return -1;
+	if (bpf_iter_task_vma_new(&it, task, start) != 0) {
+		bpf_iter_task_vma_destroy(&it);
+		return -1;
+	}
+	while ((vma = bpf_iter_task_vma_next(&it))) {
+		if (vma->vm_start >= end)
+			break;
+		if (!(vma->vm_flags & VM_EXEC))
+			continue;
+		n++;
+		if (!(how & EMIT))
+			continue;
+		__u64 file = 0;
+		bpf_probe_read_kernel(&file, sizeof(file), &vma->vm_file);
+		s->map.start = vma->vm_start;
+		s->map.end = vma->vm_end;
+		s->map.pgoff = vma->vm_pgoff;
+		emit_vma(file, aspace, epoch, user);
+	}
+	bpf_iter_task_vma_destroy(&it);
+	return n;
+}
+
+// new_aspace starts an address space user space has not seen (after exec,
+// or once the LRU forgot it): every executable mapping it holds. If the
+// address space was busy, the snapshot is marked failed and the next call
+// tries again; this one gets epoch 0, which no path has.
+static __always_inline __u64 new_aspace(struct task_struct *task, __u64 aspace)
+{
+	__u64 epoch = next_epoch();
+	struct event_header h;
+	header(&h, EV_ASPACE, task, aspace, epoch);
+	output(&h, sizeof(h), LOST_OTHER);
+	if (emit_range(0, ~0ull, aspace, epoch, EMIT_FROM(SCRATCH_ENTER)) < 0) {
+		h.flags = 1;
+		output(&h, sizeof(h), LOST_OTHER);
+		return 0;
+	}
+	bpf_map_update_elem(&aspaces, &aspace, &epoch, BPF_ANY);
+	return epoch;
+}
+
+static __always_inline __u32 record_nr(struct task_struct *task, long id)
+{
+	__u32 nr = id;
+	if (task->thread_info.status & TS_COMPAT)
+		nr |= I386_FLAG;
+	return nr;
+}
+
+// reg_index returns the index in struct pt_regs (as 8-byte words) of a
+// register by DWARF number (0 rax, rdx, rcx, rbx, rsi, rdi, rbp, rsp, r8 ..
+// 15 r15), or NREGS for another number.
+static __always_inline __u32 reg_index(__s64 reg)
+{
+	switch (reg) {
+	case 0: return 10;
+	case 1: return 12;
+	case 2: return 11;
+	case 3: return 5;
+	case 4: return 13;
+	case 5: return 14;
+	case 6: return 4;
+	case 7: return 19;
+	case 8: return 9;
+	case 9: return 8;
+	case 10: return 7;
+	case 11: return 6;
+	case 12: return 3;
+	case 13: return 2;
+	case 14: return 1;
+	case 15: return 0;
+	default: return NREGS;
+	}
+}
+
+// Indices in struct pt_regs of the instruction and stack pointers.
+#define REG_IP 16
+#define REG_SP 19
+
+// input reads what node n asks for, from the registers regs and the
+// current task's memory.
+static __always_inline int input(struct node *n, __u64 *regs, __u64 *v)
+{
+	switch (n->kind) {
+	case NODE_STACK:
+		return bpf_probe_read_user(v, sizeof(*v), (void *)(regs[REG_SP] + n->arg));
+	case NODE_MEMORY:
+		return bpf_probe_read_user(v, sizeof(*v), (void *)n->arg);
+	case NODE_REGISTER: {
+		__u32 i = reg_index(n->arg);
+		if (i >= NREGS)
+			return -1;
+		*v = regs[i];
+		return 0;
+	}
+	}
+	return -1;
+}
+
+static __always_inline void count(struct task_struct *task, __u32 compartment, __u32 nr, __u64 aspace, __u64 epoch)
+{
+	struct count_key key = {.compartment = compartment, .nr = nr};
+	__u64 *n = bpf_map_lookup_elem(&counts, &key);
+	if (n) {
+		*n += 1;
+		return;
+	}
+	__u64 one = 1;
+	if (bpf_map_update_elem(&counts, &key, &one, BPF_NOEXIST) == 0)
+		return;
+	struct count_event ev = {.compartment = compartment, .nr = nr};
+	header(&ev.h, EV_COUNT, task, aspace, epoch);
+	output(&ev, sizeof(ev), LOST_COUNT);
+}
+
+// vma_end, a bpf_find_vma callback, finds where the stack mapping ends.
+static long vma_end(struct task_struct *task, struct vm_area_struct *vma, __u64 *end)
+{
+	*end = vma->vm_end;
+	return 0;
+}
+
+// stack_copy is the state of copy_page's walk up the stack.
+struct stack_copy {
+	__u64 sp;
+	__u64 len;  // how much to copy
+	__u64 done; // how much was copied
+};
+
+// copy_page copies the stack up to the next page boundary, a bpf_loop
+// callback. Stacks have holes: exec leaves up to 8 KiB untouched between
+// the initial stack pointer and the strings above it (arch_align_stack),
+// and a page never touched is not present, so one read of the whole range
+// can fail. The copy stops at the first page that cannot be read: the
+// frames all lie below it. Where the stack mapping's end is unknown
+// (bpf_find_vma could not take the address space's lock), the copy may go
+// on into whatever is mapped above the stack, up to stack_bytes: harmless,
+// as no unwind reads beyond a stack.
+static long copy_page(__u32 i, struct stack_copy *c)
+{
+	struct scratch *s = get_scratch(SCRATCH_ENTER);
+	if (!s || c->done >= c->len)
+		return 1;
+	__u64 from = c->sp + c->done;
+	__u64 n = 4096 - (from & 4095);
+	if (n > c->len - c->done)
+		n = c->len - c->done;
+	__u64 off = c->done;
+	if (off > STACK_BUF - 4096 || n > 4096)
+		return 1;
+	if (bpf_probe_read_user(&s->sys.stack[off], n, (void *)from) != 0)
+		return 1;
+	c->done += n;
+	return 0;
+}
+
+// emit_syscall sends a snapshot of the current task at system call entry:
+// its registers, which on_sys_enter copied to the scratch area, and the top
+// of its stack.
+__attribute__((noinline)) int emit_syscall(__u32 nr, __u64 aspace, __u64 epoch)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct scratch *s = get_scratch(SCRATCH_ENTER);
+	if (!s) {
+		count_lost(LOST_SYSCALL);
+		return -1;
+	}
+	struct syscall_event *ev = &s->sys;
+	header(&ev->h, EV_SYSCALL, task, aspace, epoch);
+	ev->nr = nr;
+	__u64 sp = ev->regs[REG_SP];
+	// The copy ends where the stack mapping does. bpf_find_vma needs the
+	// address space's lock, which another thread may hold: then the copy
+	// goes up to stack_bytes, page by page, until a page cannot be read.
+	__u64 end = 0;
+	__u64 len = stack_bytes;
+	if (bpf_find_vma(task, sp, vma_end, &end, 0) == 0 && end > sp && end - sp < len)
+		len = end - sp;
+	// On the main thread's stack, frames end at the initial stack pointer
+	// (argc): above it lie the arguments, the environment and the
+	// auxiliary vector, which no unwind reads.
+	__u64 start = task->mm->start_stack + 8;
+	if (sp < start && start <= end && start - sp < len)
+		len = start - sp;
+	if (len > STACK_BUF)
+		len = STACK_BUF;
+	if (bpf_probe_read_user(ev->stack, len, (void *)sp) != 0) {
+		struct stack_copy c = {.sp = sp, .len = len};
+		bpf_loop(STACK_BUF / 4096 + 1, copy_page, &c, 0);
+		len = c.done;
+	}
+	ev->stack_len = len;
+	__u64 size = sizeof(*ev) - STACK_BUF + len;
+	if (size > sizeof(*ev))
+		size = sizeof(*ev);
+	output(ev, size, LOST_SYSCALL);
+	return 0;
+}
+
+// walk follows the paths trie from the call's instruction pointer, reading
+// what each node asks for. At a leaf it counts the call under the leaf's
+// compartment and returns 1; it returns 0 where the path is unknown.
+__attribute__((noinline)) int walk(__u32 nr, __u64 aspace, __u64 epoch)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct scratch *s = get_scratch(SCRATCH_ENTER);
+	if (!s)
+		return 0;
+	struct node_key key = {.parent = ROOT | epoch, .value = s->sys.regs[REG_IP]};
+	for (int i = 0; i < MAX_WALK_STEPS; i++) {
+		struct node *n = bpf_map_lookup_elem(&paths, &key);
+		if (!n)
+			return 0;
+		if (n->kind == NODE_LEAF) {
+			count(task, n->id, nr, aspace, epoch);
+			return 1;
+		}
+		__u64 v;
+		if (input(n, s->sys.regs, &v) != 0)
+			return 0;
+		key.parent = n->id;
+		key.value = v;
+	}
+	return 0;
+}
+
+// note_mapping remembers, for sys_exit, the range a call that may change
+// executable memory affects, and whether it held executable memory before.
+static __always_inline void note_mapping(struct task_struct *task, __u64 regs, __u32 tid, __u32 nr)
+{
+	struct pending p = {.nr = nr};
+	__u64 a[4];
+	// di, si, dx, r10: the first four arguments.
+	bpf_probe_read_kernel(&a[0], 8, (void *)(regs + 112));
+	bpf_probe_read_kernel(&a[1], 8, (void *)(regs + 104));
+	bpf_probe_read_kernel(&a[2], 8, (void *)(regs + 96));
+	bpf_probe_read_kernel(&a[3], 8, (void *)(regs + 56));
+	switch (nr) {
+	case NR_MMAP:
+		p.start = a[0];
+		p.len = a[1];
+		p.had_exec = (a[3] & MAP_FIXED) && emit_range(a[0], a[0] + a[1], 0, 0, 0) != 0;
+		break;
+	case NR_MPROTECT:
+	case NR_PKEY_MPROTECT:
+	case NR_MUNMAP:
+	case NR_REMAP_FILE_PAGES:
+		p.start = a[0];
+		p.len = a[1];
+		p.had_exec = emit_range(a[0], a[0] + a[1], 0, 0, 0) != 0;
+		break;
+	case NR_MREMAP:
+		p.old_start = a[0];
+		p.old_len = a[1];
+		p.len = a[2];
+		p.had_exec = emit_range(a[0], a[0] + a[1], 0, 0, 0) != 0;
+		break;
+	case NR_BRK:
+		// The heap holds code only under READ_IMPLIES_EXEC; a shrinking
+		// heap is checked for it, a growing one at exit.
+		p.start = task->mm->brk;
+		p.had_exec = a[0] < p.start && emit_range(a[0], p.start, 0, 0, 0) != 0;
+		break;
+	case NR_SHMDT:
+		// The segment's size is not an argument: the whole mapping at
+		// the address goes.
+		p.start = a[0];
+		p.len = 1;
+		p.had_exec = emit_range(a[0], a[0] + 1, 0, 0, 0) != 0;
+		break;
+	case NR_SHMAT:
+		break;
+	default:
+		return;
+	}
+	bpf_map_update_elem(&pendings, &tid, &p, BPF_ANY);
+}
+
+static __always_inline int is_mapping(__u32 nr)
+{
+	switch (nr) {
+	case NR_MMAP:
+	case NR_MPROTECT:
+	case NR_MUNMAP:
+	case NR_BRK:
+	case NR_MREMAP:
+	case NR_SHMAT:
+	case NR_SHMDT:
+	case NR_REMAP_FILE_PAGES:
+	case NR_PKEY_MPROTECT:
+		return 1;
+	}
+	return 0;
+}
+
+SEC("tp_btf/sys_enter")
+int on_sys_enter(__u64 *ctx)
+{
+	__u32 tid = bpf_get_current_pid_tgid();
+	if (!bpf_map_lookup_elem(&tasks, &tid))
+		return 0;
+
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 regs = ctx[0];
+	__u32 nr = record_nr(task, ctx[1]);
+	__u64 aspace = task->mm->context.ctx_id;
+	__u64 epoch;
+	__u64 *known = bpf_map_lookup_elem(&aspaces, &aspace);
+	if (known)
+		epoch = *known;
+	else
+		epoch = new_aspace(task, aspace);
+
+	if (is_mapping(nr))
+		note_mapping(task, regs, tid, nr);
+
+	// The registers go to the scratch area, where walk and emit_syscall
+	// read them: global functions cannot take the kernel's pointer.
+	struct scratch *s = get_scratch(SCRATCH_ENTER);
+	if (!s) {
+		count_lost(LOST_SYSCALL);
+		return 0;
+	}
+	bpf_probe_read_kernel(s->sys.regs, sizeof(s->sys.regs), (void *)regs);
+	if (epoch != 0 && walk(nr, aspace, epoch))
+		return 0;
+	emit_syscall(nr, aspace, epoch);
+	return 0;
+}
+
+// changed_range returns the range a finished mapping call affected.
+static __always_inline void changed_range(struct pending *p, __u64 ret, __u64 *start, __u64 *end)
+{
+	switch (p->nr) {
+	case NR_MMAP:
+		*start = ret;
+		*end = ret + p->len;
+		break;
+	case NR_MREMAP:
+		*start = ret;
+		*end = ret + p->len;
+		break;
+	case NR_BRK:
+		*start = p->start < ret ? p->start : ret;
+		*end = p->start < ret ? ret : p->start;
+		break;
+	case NR_SHMAT:
+		*start = ret;
+		*end = ret + 1;
+		break;
+	default:
+		*start = p->start;
+		*end = p->start + p->len;
+	}
+}
+
+SEC("tp_btf/sys_exit")
+int on_sys_exit(__u64 *ctx)
+{
+	__u32 tid = bpf_get_current_pid_tgid();
+	struct pending *pp = bpf_map_lookup_elem(&pendings, &tid);
+	if (!pp)
+		return 0;
+	struct pending p = *pp;
+	bpf_map_delete_elem(&pendings, &tid);
+	__u64 ret = ctx[1];
+	if (ret >= (__u64)-MAX_ERRNO)
+		return 0;
+
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 aspace = task->mm->context.ctx_id;
+	__u64 start, end;
+	changed_range(&p, ret, &start, &end);
+	int now = emit_range(start, end, 0, 0, SCRATCH_EXIT << 1);
+	if (!p.had_exec && now == 0)
+		return 0;
+
+	// The mappings change first, then the epoch: a call that reads the
+	// new epoch is queued after the mappings it may depend on.
+	__u64 epoch = next_epoch();
+	struct unmap_event u = {.start = start, .end = end};
+	header(&u.h, EV_UNMAP, task, aspace, epoch);
+	if (p.nr == NR_MREMAP) {
+		struct unmap_event old = {.start = p.old_start, .end = p.old_start + p.old_len};
+		header(&old.h, EV_UNMAP, task, aspace, epoch);
+		output(&old, sizeof(old), LOST_MAP);
+	}
+	output(&u, sizeof(u), LOST_MAP);
+	if (emit_range(start, end, aspace, epoch, EMIT_FROM(SCRATCH_EXIT)) < 0) {
+		// Another thread held the address space: forget it, so that
+		// the next call of any of its threads lists it whole again
+		// (new_aspace), before that call's own event.
+		u.h.flags = 1;
+		output(&u, sizeof(u), LOST_MAP);
+		bpf_map_delete_elem(&aspaces, &aspace);
+		return 0;
+	}
+	bpf_map_update_elem(&aspaces, &aspace, &epoch, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int on_fork(__u64 *ctx)
+{
+	struct task_struct *parent = (void *)ctx[0];
+	struct task_struct *child = (void *)ctx[1];
+	__u32 ptid = parent->pid;
+	if (!bpf_map_lookup_elem(&tasks, &ptid))
+		return 0;
+	__u32 ctid = child->pid;
+	__u32 one = 1;
+	if (bpf_map_update_elem(&tasks, &ctid, &one, BPF_NOEXIST) != 0) {
+		count_lost(LOST_TASK);
+		return 0;
+	}
+	__u64 paspace = parent->mm->context.ctx_id;
+	__u64 caspace = child->mm->context.ctx_id;
+	__u64 *epoch = bpf_map_lookup_elem(&aspaces, &paspace);
+	struct fork_event ev = {.child_tid = ctid, .child_tgid = child->tgid, .child_aspace = caspace};
+	header(&ev.h, EV_FORK, parent, paspace, epoch ? *epoch : 0);
+	// A copied address space holds what its parent's does: it shares the
+	// parent's epoch, and so what was learnt of its paths, until either
+	// changes its executable memory.
+	if (caspace != paspace && epoch)
+		bpf_map_update_elem(&aspaces, &caspace, epoch, BPF_NOEXIST);
+	output(&ev, sizeof(ev), LOST_OTHER);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int on_exec(__u64 *ctx)
+{
+	struct task_struct *p = (void *)ctx[0];
+	__u32 old = ctx[1];
+	struct linux_binprm *bprm = (void *)ctx[2];
+	if (!bpf_map_lookup_elem(&tasks, &old))
+		return 0;
+	__u32 tid = p->pid;
+	if (tid != old) {
+		__u32 one = 1;
+		bpf_map_update_elem(&tasks, &tid, &one, BPF_ANY);
+		bpf_map_delete_elem(&tasks, &old);
+	}
+	struct scratch *s = get_scratch(SCRATCH_EXEC);
+	if (!s) {
+		count_lost(LOST_OTHER);
+		return 0;
+	}
+	struct exec_event *ev = &s->exec;
+	header(&ev->h, EV_EXEC, p, p->mm->context.ctx_id, 0);
+	ev->old_tid = old;
+	long n = bpf_probe_read_kernel_str(ev->filename, sizeof(ev->filename), BPF_CORE_READ(bprm, filename));
+	ev->filename_len = n > 0 ? n - 1 : 0;
+	__u64 size = sizeof(*ev) - PATH_BUF + (__u64)ev->filename_len;
+	if (size > sizeof(*ev))
+		size = sizeof(*ev);
+	output(ev, size, LOST_OTHER);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int on_exit(__u64 *ctx)
+{
+	struct task_struct *p = (void *)ctx[0];
+	__u32 tid = p->pid;
+	if (!bpf_map_lookup_elem(&tasks, &tid))
+		return 0;
+	bpf_map_delete_elem(&tasks, &tid);
+	bpf_map_delete_elem(&pendings, &tid);
+	struct exit_event ev = {.group_dead = (__u8)ctx[1]};
+	header(&ev.h, EV_EXIT, p, 0, 0);
+	output(&ev, sizeof(ev), LOST_OTHER);
+	return 0;
+}
+
+// Anchors that keep the types user space decodes in the object's BTF, from
+// which bpf2go generates their Go counterparts.
+const struct syscall_event *unused_syscall_event __attribute__((unused));
+const struct map_event *unused_map_event __attribute__((unused));
+const struct unmap_event *unused_unmap_event __attribute__((unused));
+const struct fork_event *unused_fork_event __attribute__((unused));
+const struct exec_event *unused_exec_event __attribute__((unused));
+const struct exit_event *unused_exit_event __attribute__((unused));
+const struct count_event *unused_count_event __attribute__((unused));
+const enum event_type *unused_event_type __attribute__((unused));
+const enum map_kind *unused_map_kind __attribute__((unused));
+const enum node_kind *unused_node_kind __attribute__((unused));
+const enum lost_reason *unused_lost_reason __attribute__((unused));
+const enum scratch_user *unused_scratch_user __attribute__((unused));

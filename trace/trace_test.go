@@ -1,0 +1,315 @@
+//go:build linux
+
+package trace_test
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/syscell/syscell/fixtures"
+	"github.com/syscell/syscell/trace"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	fixtures.Remove()
+	os.Exit(code)
+}
+
+// open loads the recorder, or skips, saying why, where this process may
+// not load eBPF programs.
+func open(t *testing.T, opts trace.Options) *trace.Tracer {
+	t.Helper()
+	if runtime.GOARCH != "amd64" {
+		t.Skipf("SKIPPED: the recorder is for x86_64, this is %s", runtime.GOARCH)
+	}
+	tr, err := trace.Open(opts)
+	if errors.Is(err, unix.EPERM) && os.Geteuid() != 0 {
+		t.Skipf("SKIPPED: loading eBPF programs needs root: %v", err)
+	}
+	if errors.Is(err, ebpf.ErrNotSupported) {
+		t.Skipf("SKIPPED: this kernel cannot run the recorder: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := tr.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return tr
+}
+
+// run starts a mode of prog traced and returns every event, in order,
+// once all its tasks have exited. handle, if not nil, sees each event as
+// it comes (a Syscall's Stack is valid only then).
+func run(t *testing.T, tr *trace.Tracer, args []string, handle func(any)) []any {
+	t.Helper()
+	cmd := exec.Command(args[0], args[1:]...)
+	if err := tr.Start(cmd); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var events []any
+	exited := false
+	for {
+		ev, err := tr.Read(20 * time.Millisecond)
+		if errors.Is(err, trace.ErrTimeout) {
+			if exited && !tracing(t, tr) && tr.Pending() == 0 {
+				return events
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("%v: %v", args, err)
+				}
+				exited = true
+			default:
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if handle != nil {
+			handle(ev)
+		}
+		events = append(events, ev)
+	}
+}
+
+func tracing(t *testing.T, tr *trace.Tracer) bool {
+	t.Helper()
+	on, err := tr.Tracing()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return on
+}
+
+func syscalls(events []any) []*trace.Syscall {
+	var out []*trace.Syscall
+	for _, ev := range events {
+		if s, ok := ev.(*trace.Syscall); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// TestFirstInstruction checks that tracing starts before the command's
+// first instruction: the address space is listed first, with the program
+// and the dynamic loader, and the first call comes from the loader.
+func TestFirstInstruction(t *testing.T) {
+	tr := open(t, trace.Options{})
+	dir := fixtures.Require(t)
+	events := run(t, tr, fixtures.Args(dir, "getpid"), nil)
+	as, ok := events[0].(*trace.ASpace)
+	if !ok || as.Failed {
+		t.Fatalf("first event %#v, want a listed address space", events[0])
+	}
+	var loader *trace.Map
+	for _, ev := range events[1:] {
+		m, ok := ev.(*trace.Map)
+		if !ok {
+			first := ev.(*trace.Syscall)
+			if loader == nil || first.Regs.IP < loader.Start || first.Regs.IP >= loader.End {
+				t.Errorf("first call at %#x, not in the dynamic loader %+v", first.Regs.IP, loader)
+			}
+			return
+		}
+		if filepath.Base(m.Path) == "ld-linux-x86-64.so.2" {
+			loader = m
+		}
+	}
+	t.Fatal("no call")
+}
+
+// TestMappings checks the mapping events against the files: paths, devices
+// and inodes as stat sees them, and the vDSO.
+func TestMappings(t *testing.T) {
+	tr := open(t, trace.Options{})
+	dir := fixtures.Require(t)
+	seen := map[string]bool{}
+	vdso := false
+	for _, ev := range run(t, tr, fixtures.Args(dir, "getpid"), nil) {
+		m, ok := ev.(*trace.Map)
+		if !ok {
+			continue
+		}
+		switch m.Kind {
+		case trace.MapVDSO:
+			vdso = true
+		case trace.MapFile:
+			var st unix.Stat_t
+			if err := unix.Stat(m.Path, &st); err != nil {
+				t.Errorf("mapping of %q: %v", m.Path, err)
+			} else if st.Dev != m.Dev || st.Ino != m.Ino {
+				t.Errorf("%s: device %#x inode %d, stat says %#x %d", m.Path, m.Dev, m.Ino, st.Dev, st.Ino)
+			}
+			seen[filepath.Base(m.Path)] = true
+		}
+	}
+	for _, want := range []string{fixtures.Prog, fixtures.LibGetpid, "libc.so.6", "ld-linux-x86-64.so.2"} {
+		if !seen[want] {
+			t.Errorf("no mapping of %s", want)
+		}
+	}
+	if !vdso {
+		t.Error("no vDSO mapping")
+	}
+}
+
+// TestMappingChanges checks that loading, unloading and JIT pages change
+// the address space, each with a new epoch.
+func TestMappingChanges(t *testing.T) {
+	tr := open(t, trace.Options{})
+	dir := fixtures.Require(t)
+	for _, c := range []struct {
+		mode string
+		want func(*trace.Map) bool
+	}{
+		{"dlopen", func(m *trace.Map) bool { return filepath.Base(m.Path) == fixtures.LibPlugin }},
+		{"jit", func(m *trace.Map) bool { return m.Kind == trace.MapAnon }},
+	} {
+		t.Run(c.mode, func(t *testing.T) {
+			events := run(t, tr, fixtures.Args(dir, c.mode), nil)
+			var mapped *trace.Map
+			var unmapped bool
+			for _, ev := range events {
+				switch e := ev.(type) {
+				case *trace.Map:
+					if c.want(e) {
+						mapped = e
+					}
+				case *trace.Unmap:
+					unmapped = unmapped || mapped != nil && e.Start <= mapped.Start && e.End >= mapped.End && e.Epoch > mapped.Epoch
+				}
+			}
+			if mapped == nil || !unmapped {
+				t.Errorf("mapped %+v, unmapped later: %v", mapped, unmapped)
+			}
+		})
+	}
+}
+
+// TestTasks follows fork, threads and exec: every task is traced from its
+// creation to its exit, and nothing is traced afterwards.
+func TestTasks(t *testing.T) {
+	tr := open(t, trace.Options{})
+	dir := fixtures.Require(t)
+	for _, c := range []struct {
+		mode                     string
+		processes, threads, exec int
+	}{{"fork", 2, 0, 0}, {"threads", 0, 4, 0}, {"exec", 1, 0, 1}} {
+		t.Run(c.mode, func(t *testing.T) {
+			events := run(t, tr, fixtures.Args(dir, c.mode), nil)
+			live := map[int]bool{}
+			var processes, threads, execs int
+			for _, ev := range events {
+				switch e := ev.(type) {
+				case *trace.Fork:
+					live[e.ChildTID] = true
+					if e.ChildTGID == e.TGID {
+						threads++
+					} else {
+						processes++
+					}
+				case *trace.Exec:
+					execs++
+					if filepath.Base(e.Filename) != fixtures.Second {
+						t.Errorf("exec of %q", e.Filename)
+					}
+				case *trace.Exit:
+					delete(live, e.TID)
+				case *trace.Syscall:
+					if e.TID != e.TGID && !live[e.TID] {
+						t.Errorf("call of thread %d, which is not traced", e.TID)
+					}
+				}
+			}
+			if processes != c.processes || threads != c.threads || execs != c.exec {
+				t.Errorf("%d processes, %d threads, %d execs; want %d, %d, %d", processes, threads, execs, c.processes, c.threads, c.exec)
+			}
+			if len(live) != 0 {
+				t.Errorf("tasks %v never exited", live)
+			}
+		})
+	}
+}
+
+// TestLearn teaches the program that every getpid at one instruction
+// belongs to compartment 7, and checks that each call of the loop is
+// either sent as a snapshot or counted, exactly once.
+func TestLearn(t *testing.T) {
+	tr := open(t, trace.Options{})
+	dir := fixtures.Require(t)
+	const calls = 100000
+	snapshots := 0
+	run(t, tr, []string{filepath.Join(dir, fixtures.Prog), "loop", "100000"}, func(ev any) {
+		s, ok := ev.(*trace.Syscall)
+		if !ok || s.Nr != unix.SYS_GETPID {
+			return
+		}
+		snapshots++
+		if _, err := tr.Learn(s.Epoch, s.Regs.IP, nil, 7); err != nil {
+			t.Fatal(err)
+		}
+	})
+	counts, err := tr.Counts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := counts[trace.CountKey{Compartment: 7, Nr: unix.SYS_GETPID}]
+	if snapshots+int(counted) != calls || counted == 0 {
+		t.Errorf("%d snapshots and %d counted, want %d calls, most counted", snapshots, counted, calls)
+	}
+	t.Logf("%d snapshots before the path was learnt, %d counted", snapshots, counted)
+}
+
+// TestLost overflows a small ring buffer that nobody reads: the calls that
+// did not fit are counted, not silently dropped.
+func TestLost(t *testing.T) {
+	tr := open(t, trace.Options{RingBytes: 1 << 16})
+	dir := fixtures.Require(t)
+	cmd := exec.Command(filepath.Join(dir, fixtures.Prog), "loop", "10000")
+	if err := tr.Start(cmd); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	delivered := 0
+	for {
+		ev, err := tr.Read(time.Millisecond)
+		if errors.Is(err, trace.ErrTimeout) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, ok := ev.(*trace.Syscall); ok && s.Nr == unix.SYS_GETPID {
+			delivered++
+		}
+	}
+	lost, err := tr.Lost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lost.Syscalls == 0 || delivered+int(lost.Syscalls) < 10000 {
+		t.Errorf("%d getpid snapshots delivered, %d calls lost: want losses, and every call accounted for", delivered, lost.Syscalls)
+	}
+}
