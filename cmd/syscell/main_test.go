@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,11 +35,21 @@ func TestScripts(t *testing.T) {
 		Dir:                 "testdata",
 		RequireExplicitExec: true,
 		Setup:               copyFixtures,
+		Condition:           condition,
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
 			"status":          cmdStatus,
 			"build-heapguard": cmdBuildHeapGuard,
 		},
 	})
+}
+
+// condition adds [root] to testscript's conditions, for scripts that load
+// eBPF programs.
+func condition(cond string) (bool, error) {
+	if cond == "root" {
+		return os.Geteuid() == 0, nil
+	}
+	return false, fmt.Errorf("unknown condition %q", cond)
 }
 
 func copyFixtures(env *testscript.Env) error {
