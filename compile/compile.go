@@ -38,7 +38,7 @@ type Options struct {
 // argWeight times (the kernel cannot cache it, so it runs the filter on
 // every call), and hot syscalls count more still, by rank.
 const (
-	argWeight = 3000.0
+	argWeight = 30000.0
 	hotWeight = 12000.0
 	// sizeCost is what one more instruction in the program is worth, in
 	// executed instructions over the uniform measure.
@@ -159,7 +159,7 @@ func uniformWeight(lo, hi, base uint32) float64 {
 func (c *compiler) callWeight(a syscalls.Arch, nr uint32, f *function) float64 {
 	w := 1.0
 	if !f.constant() {
-		w += argWeight
+		w += argWeight * float64(len(f.probes)) / 16
 	}
 	if rank, ok := c.hot[hotKey{a, nr}]; ok {
 		w += hotWeight / float64(rank+1)

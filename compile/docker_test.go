@@ -22,10 +22,8 @@ func dockerProfile(t testing.TB, arches ...syscalls.Arch) *policy.Resolved {
 
 // TestDockerTargets holds the compiler to the targets of its issue on
 // Docker's default profile. These are counts, not timings: the same input
-// always gives the same program. The argument-rule bound is the one target
-// not yet met (issue: 9, from anchors measured elsewhere); on the inputs of
-// measure.Measure gVisor's optimized program takes 12.06 and syscell 9.40,
-// see docs/PERFORMANCE.md.
+// always gives the same program. The issue sets path targets for the x86_64
+// program; the three-ABI bounds only guard against regressions.
 func TestDockerTargets(t *testing.T) {
 	for _, tc := range []struct {
 		arches                 []syscalls.Arch
@@ -33,8 +31,8 @@ func TestDockerTargets(t *testing.T) {
 		uniformMean, argMean   float64
 		uniformMax, argRuleMax int
 	}{
-		{arches: []syscalls.Arch{syscalls.X86_64}, size: 110, uniformMean: 12, uniformMax: 16, argMean: 9.5, argRuleMax: 16},
-		{arches: syscalls.Arches, size: 400, uniformMean: 12, uniformMax: 16, argMean: 12, argRuleMax: 16},
+		{arches: []syscalls.Arch{syscalls.X86_64}, size: 110, uniformMean: 12, uniformMax: 16, argMean: 9, argRuleMax: 16},
+		{arches: syscalls.Arches, size: 400, uniformMean: 12, uniformMax: 18, argMean: 11, argRuleMax: 16},
 	} {
 		r := dockerProfile(t, tc.arches...)
 		prog, err := Compile(r, Options{})

@@ -29,17 +29,16 @@ type router struct {
 	spans    []span
 	prefix   []float64
 	sizeCost float64
-	plans    []plan    // n×n, by i*n+j; cost < 0 until computed
-	chains   []float64 // n×n cost of a jeq chain, < 0 where none fits
+	// cost and choice hold, for every range i..j at i*n+j, the least
+	// cost found and how: a split point k > 0 (jge at spans[k].lo),
+	// chainChoice, or 0 for a single span.
+	cost   []float64
+	choice []int32
+	chains []float64 // n×n cost of a jeq chain, < 0 where none fits
 }
 
-// plan is the best way found to route spans i..j.
-type plan struct {
-	cost  float64
-	split int  // jge at spans[split].lo, when > 0
-	chain bool // a jeq chain
-	leaf  bool // every span leads to the same node
-}
+// chainChoice marks a range best resolved by a jeq chain.
+const chainChoice = -1
 
 // route builds the routing tree for word w and returns its root.
 func (d *dag) route(w uint32, spans []span, sizeCost float64) nodeID {
@@ -47,17 +46,57 @@ func (d *dag) route(w uint32, spans []span, sizeCost float64) nodeID {
 	if len(spans) == 1 {
 		return spans[0].to
 	}
-	n := len(spans)
-	r := &router{d: d, w: w, spans: spans, sizeCost: sizeCost, plans: make([]plan, n*n)}
-	for i := range r.plans {
-		r.plans[i].cost = -1
+	return d.routeWith(newRouter(d, w, spans, sizeCost))
+}
+
+// routeWith builds r's tree, first peeling the heaviest inner value with a
+// jeq when that is cheaper: a binary tree over spans cannot test an inner
+// value first, and a value that weighs more than the rest together is worth
+// one test at the root for everyone else.
+func (d *dag) routeWith(r *router) nodeID {
+	n := len(r.spans)
+	// A peel saves the value at most the depth of the tree, about 8 tests,
+	// and costs everything else one: a lighter value cannot win.
+	if p, rest, ok := heaviestPoint(r.spans); ok && 8*p.weight > r.total()-p.weight {
+		peeled := newRouter(d, r.w, rest, r.sizeCost)
+		if r.total()+r.sizeCost+peeled.best() < r.best() {
+			return d.test(r.w, bpf.JmpJeq, p.lo, p.to, d.routeWith(peeled))
+		}
 	}
-	r.prefix = make([]float64, len(spans)+1)
+	return r.build(0, n-1)
+}
+
+func newRouter(d *dag, w uint32, spans []span, sizeCost float64) *router {
+	n := len(spans)
+	r := &router{d: d, w: w, spans: spans, sizeCost: sizeCost, cost: make([]float64, n*n), choice: make([]int32, n*n)}
+	r.prefix = make([]float64, n+1)
 	for i, s := range spans {
 		r.prefix[i+1] = r.prefix[i] + s.weight
 	}
 	r.chainCosts()
-	return r.build(0, len(spans)-1)
+	r.solve()
+	return r
+}
+
+func (r *router) total() float64 { return r.prefix[len(r.spans)] }
+
+// heaviestPoint finds the single value that weighs most, if it is an inner
+// one that cannot be a leaf of a shallow tree, and the spans without it: its
+// value goes to a neighbour, since the jeq before them takes it.
+func heaviestPoint(spans []span) (span, []span, bool) {
+	best := -1
+	for i, s := range spans {
+		if s.lo == s.hi && i > 0 && i < len(spans)-1 && (best < 0 || s.weight > spans[best].weight) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return span{}, nil, false
+	}
+	rest := append([]span(nil), spans...)
+	rest[best].to = rest[best-1].to
+	rest[best].weight = 0
+	return spans[best], mergeSpans(rest), true
 }
 
 // mergeSpans joins neighbours that lead to the same node.
@@ -76,51 +115,43 @@ func mergeSpans(spans []span) []span {
 
 func (r *router) weight(i, j int) float64 { return r.prefix[j+1] - r.prefix[i] }
 
-func (r *router) best(i, j int) plan {
-	slot := &r.plans[i*len(r.spans)+j]
-	if slot.cost >= 0 {
-		return *slot
-	}
-	p := plan{cost: -1}
-	if i == j { // neighbours never share a node once merged
-		p = plan{leaf: true}
-	} else {
-		if c := r.chains[i*len(r.spans)+j]; c >= 0 {
-			p = plan{cost: c, chain: true}
-		}
-		lo, hi := r.splitRange(i, j)
-		for k := lo; k <= hi; k++ {
-			c := r.best(i, k-1).cost + r.best(k, j).cost + r.weight(i, j) + r.sizeCost
-			if p.cost < 0 || c < p.cost {
-				p = plan{cost: c, split: k}
+// solve fills cost and choice for every range, shortest first. Split
+// points are bounded by Knuth's rule for optimal search trees: the best root
+// of i..j lies between those of i..j-1 and i+1..j, which makes the search
+// quadratic instead of cubic; with chains in the cost model the rule is a
+// heuristic, so a range whose neighbours chose no split tries every split.
+func (r *router) solve() {
+	n := len(r.spans)
+	for length := 1; length < n; length++ {
+		for i := 0; i+length < n; i++ {
+			j := i + length
+			at := i*n + j
+			best, choice := r.chains[at], int32(chainChoice)
+			lo, hi := i+1, j
+			if length > 1 {
+				if k := r.choice[at-1]; k > 0 {
+					lo = max(lo, int(k))
+				}
+				if k := r.choice[at+n]; k > 0 {
+					hi = min(hi, int(k))
+				}
+				if lo > hi {
+					lo, hi = i+1, j
+				}
 			}
+			w := r.weight(i, j) + r.sizeCost
+			for k := lo; k <= hi; k++ {
+				if c := r.cost[i*n+k-1] + r.cost[k*n+j] + w; best < 0 || c < best {
+					best, choice = c, int32(k)
+				}
+			}
+			r.cost[at], r.choice[at] = best, choice
 		}
 	}
-	*slot = p
-	return p
 }
 
-// splitRange bounds the split points tried by Knuth's rule for optimal
-// search trees: the best root of i..j lies between those of i..j-1 and
-// i+1..j. That makes the search quadratic instead of cubic; with chains in
-// the cost model the rule is a heuristic, so an empty window falls back to
-// every split.
-func (r *router) splitRange(i, j int) (int, int) {
-	lo, hi := i+1, j
-	if j-i < 2 {
-		return lo, hi
-	}
-	if p := r.best(i, j-1); p.split > 0 {
-		lo = max(lo, p.split)
-	}
-	if p := r.best(i+1, j); p.split > 0 {
-		hi = min(hi, p.split)
-	}
-	if lo > hi {
-		return i + 1, j
-	}
-	return lo, hi
-}
+// best is the least cost of routing the whole word.
+func (r *router) best() float64 { return r.cost[len(r.spans)-1] }
 
 // chainCosts computes the cost of a jeq chain for every range that can
 // have one, extending each range one span at a time and keeping its single
@@ -202,11 +233,10 @@ func (r *router) background(i, j int) nodeID {
 }
 
 func (r *router) build(i, j int) nodeID {
-	p := r.best(i, j)
-	switch {
-	case p.leaf:
+	switch k := r.choice[i*len(r.spans)+j]; {
+	case i == j:
 		return r.spans[i].to
-	case p.chain:
+	case k == chainChoice:
 		bg := r.background(i, j)
 		points := r.appendPoints(nil, i, j, bg)
 		id := bg
@@ -214,6 +244,7 @@ func (r *router) build(i, j int) nodeID {
 			id = r.d.test(r.w, bpf.JmpJeq, points[n].lo, points[n].to, id)
 		}
 		return id
+	default:
+		return r.d.test(r.w, bpf.JmpJge, r.spans[k].lo, r.build(int(k), j), r.build(i, int(k)-1))
 	}
-	return r.d.test(r.w, bpf.JmpJge, r.spans[p.split].lo, r.build(p.split, j), r.build(i, p.split-1))
 }
