@@ -34,12 +34,12 @@ type Options struct {
 }
 
 // Weights of the cost model: every syscall number counts once (the uniform
-// measure), a syscall whose verdict reads arguments counts as if called
-// argWeight times (the kernel cannot cache it, so it runs the filter on
-// every call), and hot syscalls count more still, by rank.
+// measure); a syscall whose verdict reads arguments counts argWeight/16 for
+// each of its probe inputs, since the kernel cannot cache it and runs the
+// filter on every call; hot syscalls count more still, by rank.
 const (
 	argWeight = 30000.0
-	hotWeight = 12000.0
+	hotWeight = 60000.0
 	// sizeCost is what one more instruction in the program is worth, in
 	// executed instructions over the uniform measure.
 	sizeCost = 6.0
