@@ -5,9 +5,11 @@ package record_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,9 +41,14 @@ func fixtureDir(t testing.TB) string {
 func recordMode(t *testing.T, dir, mode string) *record.Recording {
 	t.Helper()
 	args := fixtures.Args(dir, mode)
-	cmd := exec.Command(args[0], args[1:]...)
+	return recordCmd(t, exec.Command(args[0], args[1:]...), record.Options{})
+}
+
+// recordCmd records cmd, which must succeed.
+func recordCmd(t *testing.T, cmd *exec.Cmd, opts record.Options) *record.Recording {
+	t.Helper()
 	cmd.Stderr = testWriter{t}
-	rec, state, err := record.Run(context.Background(), cmd, record.Options{})
+	rec, state, err := record.Run(context.Background(), cmd, opts)
 	if errors.Is(err, unix.EPERM) || errors.Is(err, ebpf.ErrNotSupported) {
 		t.Skipf("SKIPPED: the recorder's eBPF program cannot be loaded: %v", err)
 	}
@@ -49,7 +56,7 @@ func recordMode(t *testing.T, dir, mode string) *record.Recording {
 		t.Fatal(err)
 	}
 	if !state.Success() {
-		t.Fatalf("prog %s: %v", mode, state)
+		t.Fatalf("%s: %v", strings.Join(cmd.Args, " "), state)
 	}
 	return rec
 }
@@ -85,7 +92,7 @@ func TestModes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, mode := range []string{"getpid", "printf", "inline", "syscall", "main", "threads", "fork", "exec", "dlopen", "jit"} {
+	for _, mode := range []string{"getpid", "origin", "printf", "inline", "syscall", "main", "threads", "fork", "exec", "dlopen", "jit"} {
 		t.Run(mode, func(t *testing.T) {
 			rec := recordMode(t, dir, mode)
 			if rec.Lossy() {
@@ -157,5 +164,60 @@ func TestStackDepth(t *testing.T) {
 		if rec.Stats.StackNeeded > trace.DefaultStackBytes/2 {
 			t.Errorf("%s: an unwind read %d bytes, more than half the default copy of %d", mode, rec.Stats.StackNeeded, trace.DefaultStackBytes)
 		}
+	}
+}
+
+// TestOrigin records prog-origin, whose dynamic loader calls readlink at
+// start-up with a 4 KiB buffer on the stack, between the stack pointer and
+// the frames, in pages never touched before: the stack copy has a hole
+// there, and the frames above it must still be unwound. Environments and
+// argument lists of many sizes move the initial stack pointer, and with it
+// where in a page the call's stack pointer falls (as does the kernel's
+// randomization): every run must be attributed exactly as attribution.txt
+// says, and some runs must have met the hole, or the test proves nothing.
+func TestOrigin(t *testing.T) {
+	dir := fixtureDir(t)
+	want, err := fixtures.Expectations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := fixtures.Args(dir, "origin")
+	type variant struct {
+		name       string
+		env, extra []string
+	}
+	var variants []variant
+	for n := 0; n < 4096; n += 272 {
+		variants = append(variants, variant{name: fmt.Sprintf("env+%d", n), env: []string{"PAD=" + strings.Repeat("x", n)}})
+	}
+	// Strings of up to 128 KiB each (MAX_ARG_STRLEN), 1.5 MiB in all.
+	big := strings.Repeat("y", 100<<10)
+	var bigEnv, bigArgs []string
+	for i := range 15 {
+		bigEnv = append(bigEnv, fmt.Sprintf("BIG%d=%s", i, big))
+		bigArgs = append(bigArgs, big)
+	}
+	variants = append(variants,
+		variant{name: "env 1.5 MiB", env: bigEnv},
+		variant{name: "argv 1.5 MiB", extra: bigArgs},
+		variant{name: "argv 100000 strings", extra: slices.Repeat([]string{"a"}, 100000)})
+	var holes uint64
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			cmd := exec.Command(args[0], append(slices.Clone(args[1:]), v.extra...)...)
+			cmd.Env = append(os.Environ(), v.env...)
+			rec := recordCmd(t, cmd, record.Options{})
+			holes += rec.Stats.Holes
+			if rec.Lossy() {
+				t.Errorf("lossy recording:\n%s", rec.Summary())
+			}
+			for _, p := range want["origin"].Compare(owners(rec)) {
+				t.Error(p)
+			}
+		})
+	}
+	t.Logf("%d snapshots in %d runs had pages that could not be copied", holes, len(variants))
+	if holes == 0 {
+		t.Error("no snapshot had a page of the stack that could not be copied")
 	}
 }

@@ -148,6 +148,9 @@ func (r *recorder) fork(e *trace.Fork) {
 // but it cannot be named in a policy: finish sets it apart.
 func (r *recorder) syscall(e *trace.Syscall) error {
 	r.stats.Snapshots++
+	if len(e.Holes) > 0 {
+		r.stats.Holes++
+	}
 	key := trace.CountKey{Nr: e.Nr}
 	if comp, ok := r.tracer.Known(e.Epoch, e.Regs.IP, snapshotReader(e)); ok {
 		key.Compartment = comp
@@ -164,7 +167,7 @@ func (r *recorder) syscall(e *trace.Syscall) error {
 		return nil
 	}
 	regs := unwindRegs(&e.Regs)
-	res, err := attribute.Attribute(s, &regs, &unwind.Stack{Addr: e.Regs.SP, Data: e.Stack})
+	res, err := attribute.Attribute(s, &regs, snapshotStack(e))
 	if err != nil {
 		r.unattributed(known, e.Nr, name, func() { r.failure(err, name) })
 		return nil
@@ -207,7 +210,7 @@ func (r *recorder) learn(e *trace.Syscall, res *attribute.Result, comp uint32) e
 // them from the live thread; what the snapshot lacks ends the walk.
 func snapshotReader(e *trace.Syscall) func(trace.StepKind, int64) (uint64, bool) {
 	regs := unwindRegs(&e.Regs)
-	stack := &unwind.Stack{Addr: e.Regs.SP, Data: e.Stack}
+	stack := snapshotStack(e)
 	return func(kind trace.StepKind, arg int64) (uint64, bool) {
 		var v uint64
 		var err error
@@ -224,6 +227,16 @@ func snapshotReader(e *trace.Syscall) func(trace.StepKind, int64) (uint64, bool)
 		}
 		return v, err == nil
 	}
+}
+
+// snapshotStack returns the memory an unwind of a snapshot reads: the copy of
+// the top of its stack, without the pages that could not be copied.
+func snapshotStack(e *trace.Syscall) *unwind.Stack {
+	s := &unwind.Stack{Addr: e.Regs.SP, Data: e.Stack}
+	for _, h := range e.Holes {
+		s.Holes = append(s.Holes, unwind.Hole(h))
+	}
+	return s
 }
 
 // steps turns what an unwind read into the kernel's path steps.
@@ -273,6 +286,8 @@ func reason(f *attribute.Failure) string {
 	switch {
 	case errors.Is(f.Err, unwind.ErrOutsideStack):
 		return "the stack copy was too short (raise --stack-bytes)"
+	case errors.Is(f.Err, unwind.ErrStackHole):
+		return "a page of the stack could not be copied (not in memory)"
 	case errors.Is(f.Err, unwind.ErrNoFDE):
 		return "code without CFI"
 	case errors.Is(f.Err, attribute.ErrUnmapped):

@@ -69,6 +69,9 @@ type Stats struct {
 	StackCopy     int
 	StackNeeded   int64
 	StackNeededBy string
+	// Holes counts the snapshots with pages of the stack that could not
+	// be copied (never touched, or swapped out).
+	Holes uint64
 	// Interrupted says the recording stopped before every traced task
 	// had exited; Left is how many were still traced.
 	Interrupted bool

@@ -5,6 +5,9 @@
 //
 // What a call is sent as: the registers and a copy of the top of the user
 // stack (a Syscall event), which user space unwinds with the objects' CFI.
+// Pages of the stack the program cannot read without a fault (a buffer
+// not written yet, a page swapped out) are holes in the copy, which goes
+// on above them.
 // Once user space has attributed a call, it teaches the program the call's
 // path (Tracer.Learn): the instruction pointer and each value the unwind
 // read, in order, ending in the compartment. A later call that reads the

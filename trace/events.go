@@ -34,7 +34,22 @@ type Syscall struct {
 	Regs PtRegs
 	// Stack holds the top of the user stack, from Regs.SP up.
 	Stack []byte
+	// Holes are the parts of Stack that could not be read: pages never
+	// touched (a large local buffer a call is about to fill) or swapped
+	// out. Their bytes in Stack are zeros and mean nothing. In address
+	// order; nil when the whole copy was read.
+	Holes []Hole
 }
+
+// Hole is a range of addresses, [Start, End), of a Syscall's Stack whose
+// bytes are unknown.
+type Hole struct {
+	Start, End uint64
+}
+
+// pageSize is the granule of the program's stack copy (recorder.c's
+// copy_page).
+const pageSize = 4096
 
 // I386 marks, in Syscall.Nr and CountKey.Nr, a call made through the i386
 // ABI (int $0x80).
@@ -199,21 +214,46 @@ func need(body []byte, n int, what string) error {
 }
 
 func decodeSyscall(h Header, body []byte) (*Syscall, error) {
-	const fixed = 8 + 8*21
+	const fixed = 16 + 8*21
 	if err := need(body, fixed, "syscall"); err != nil {
 		return nil, err
 	}
 	ev := &Syscall{Header: h, Nr: le.Uint32(body)}
 	n := int(le.Uint32(body[4:]))
+	holes := le.Uint32(body[8:])
 	regs := (*[21]uint64)(unsafe.Pointer(&ev.Regs))
 	for i := range regs {
-		regs[i] = le.Uint64(body[8+8*i:])
+		regs[i] = le.Uint64(body[16+8*i:])
 	}
 	if err := need(body, fixed+n, "syscall"); err != nil {
 		return nil, err
 	}
 	ev.Stack = body[fixed : fixed+n]
+	ev.Holes = stackHoles(ev.Regs.SP, uint64(n), holes)
 	return ev, nil
+}
+
+// stackHoles turns the program's bitmap of pages that could not be read
+// (bit i: the i-th page a copy of n bytes from sp spans) into ranges.
+func stackHoles(sp, n uint64, pages uint32) []Hole {
+	var holes []Hole
+	first := sp &^ (pageSize - 1)
+	for i := uint64(0); pages>>i != 0; i++ {
+		if pages&(1<<i) == 0 {
+			continue
+		}
+		start := max(first+i*pageSize, sp)
+		end := min(first+(i+1)*pageSize, sp+n)
+		if start >= end {
+			continue
+		}
+		if k := len(holes) - 1; k >= 0 && holes[k].End == start {
+			holes[k].End = end
+			continue
+		}
+		holes = append(holes, Hole{Start: start, End: end})
+	}
+	return holes
 }
 
 func decodeMap(h Header, flags uint32, body []byte) (*Map, error) {

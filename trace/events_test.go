@@ -37,6 +37,8 @@ func TestDecode(t *testing.T) {
 		H        recorderEventHeader
 		Nr       uint32
 		StackLen uint32
+		Holes    uint32
+		Pad      uint32
 		Regs     [21]uint64
 	}
 	regs := [21]uint64{}
@@ -106,5 +108,45 @@ func tailOf(ev any) []byte {
 func TestDecodeUnknown(t *testing.T) {
 	if _, err := decode(raw(t, header(99, 0), nil)); err == nil {
 		t.Error("unknown event type decoded")
+	}
+}
+
+// TestDecodeStackHoles checks how the program's bitmap of pages that
+// could not be read becomes ranges of the copy: the first and last pages
+// are partial, neighbours merge, and bits beyond the copy mean nothing.
+func TestDecodeStackHoles(t *testing.T) {
+	const sp = 0x7ffd0f00
+	for _, c := range []struct {
+		n     uint64
+		pages uint32
+		want  []Hole
+	}{
+		{0x2200, 0, nil},
+		{0x2200, 0b001, []Hole{{sp, 0x7ffd1000}}},
+		{0x2200, 0b101, []Hole{{sp, 0x7ffd1000}, {0x7ffd2000, 0x7ffd3000}}},
+		{0x2200, 0b1000, []Hole{{0x7ffd3000, sp + 0x2200}}},
+		{0x2200, 0b011, []Hole{{sp, 0x7ffd2000}}},
+		{0x2200, 0b10000, nil},
+		{0x80, 0b1, []Hole{{sp, sp + 0x80}}},
+		{0, 0b1, nil},
+		{0x10000, 1 << 16, []Hole{{0x7ffe0000, sp + 0x10000}}},
+	} {
+		if got := stackHoles(sp, c.n, c.pages); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%#x bytes, pages %#b: %#x, want %#x", c.n, c.pages, got, c.want)
+		}
+	}
+	// Decoded with the event.
+	type sysFixed struct {
+		H                   recorderEventHeader
+		Nr, StackLen, Holes uint32
+		Pad                 uint32
+		Regs                PtRegs
+	}
+	ev, err := decode(raw(t, sysFixed{H: header(recorderEventTypeEV_SYSCALL, 0), Nr: 89, StackLen: 0x2200, Holes: 0b10, Regs: PtRegs{SP: sp}}, make([]byte, 0x2200)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Hole{{0x7ffd1000, 0x7ffd2000}}; !reflect.DeepEqual(ev.(*Syscall).Holes, want) {
+		t.Errorf("decoded holes %#x, want %#x", ev.(*Syscall).Holes, want)
 	}
 }

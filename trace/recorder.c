@@ -170,6 +170,12 @@ struct syscall_event {
 	struct event_header h;
 	__u32 nr;
 	__u32 stack_len;
+	// holes marks the pages of the copy that could not be read (never
+	// touched, or swapped out): bit i stands for the i-th page the copy
+	// spans, page 0 the one that holds the stack pointer. Their bytes in
+	// stack are zeros.
+	__u32 holes;
+	__u32 pad;
 	__u64 regs[NREGS]; // struct pt_regs
 	__u8 stack[STACK_BUF];
 };
@@ -276,6 +282,9 @@ struct scratch {
 		struct syscall_event sys;
 		struct map_event map;
 		struct exec_event exec;
+		// copy_page's bounds, as the verifier sees them, reach up to a
+		// page past the snapshot's stack.
+		__u8 sys_room[sizeof(struct syscall_event) + 4096];
 	};
 	char tmp[PATH_BUF + NAME_MAX_LEN + 1];
 };
@@ -627,37 +636,42 @@ static long vma_end(struct task_struct *task, struct vm_area_struct *vma, __u64 
 	return 0;
 }
 
-// stack_copy is the state of copy_page's walk up the stack.
+// stack_copy is what copy_page copies: len bytes from sp.
 struct stack_copy {
 	__u64 sp;
-	__u64 len;  // how much to copy
-	__u64 done; // how much was copied
+	__u64 len;
 };
 
-// copy_page copies the stack up to the next page boundary, a bpf_loop
-// callback. Stacks have holes: exec leaves up to 8 KiB untouched between
-// the initial stack pointer and the strings above it (arch_align_stack),
-// and a page never touched is not present, so one read of the whole range
-// can fail. The copy stops at the first page that cannot be read: the
-// frames all lie below it. Where the stack mapping's end is unknown
-// (bpf_find_vma could not take the address space's lock), the copy may go
-// on into whatever is mapped above the stack, up to stack_bytes: harmless,
-// as no unwind reads beyond a stack.
+// copy_page copies the i-th page the stack copy spans (the first and last
+// may be partial), a bpf_loop callback. Stacks have holes, pages that
+// cannot be read without a fault, which a tracepoint program cannot take:
+// pages of a large local buffer not written yet (at start-up, ld.so's
+// _dl_get_origin calls readlink with a 4 KiB buffer between the stack
+// pointer and the frames, in stack never used before), pages swapped out,
+// and, above the initial stack pointer, the gap exec leaves below the
+// strings (arch_align_stack). So a page that cannot be read is marked in
+// the event's holes and left zero, and the copy goes on above it, where
+// frames may lie. All that changes from one page to the next is in the
+// scratch area, nothing in c: the verifier checks the callback once,
+// whatever stack_bytes is.
 static long copy_page(__u32 i, struct stack_copy *c)
 {
 	struct scratch *s = get_scratch(SCRATCH_ENTER);
-	if (!s || c->done >= c->len)
+	if (!s)
 		return 1;
-	__u64 from = c->sp + c->done;
-	__u64 n = 4096 - (from & 4095);
-	if (n > c->len - c->done)
-		n = c->len - c->done;
-	__u64 off = c->done;
-	if (off > STACK_BUF - 4096 || n > 4096)
+	__u64 page = (c->sp & ~4095ull) + (__u64)i * 4096;
+	__u64 from = page > c->sp ? page : c->sp;
+	__u64 to = page + 4096;
+	if (to > c->sp + c->len)
+		to = c->sp + c->len;
+	if (from >= to)
+		return 1;
+	__u64 off = from - c->sp;
+	__u64 n = to - from;
+	if (off >= STACK_BUF || n > 4096 || i >= 32)
 		return 1;
 	if (bpf_probe_read_user(&s->sys.stack[off], n, (void *)from) != 0)
-		return 1;
-	c->done += n;
+		s->sys.holes |= 1u << i;
 	return 0;
 }
 
@@ -678,7 +692,8 @@ __attribute__((noinline)) int emit_syscall(__u32 nr, __u64 aspace, __u64 epoch)
 	__u64 sp = ev->regs[REG_SP];
 	// The copy ends where the stack mapping does. bpf_find_vma needs the
 	// address space's lock, which another thread may hold: then the copy
-	// goes up to stack_bytes, page by page, until a page cannot be read.
+	// goes up to stack_bytes, beyond the stack if need be (no unwind reads
+	// there; pages that cannot be read are holes).
 	__u64 end = 0;
 	__u64 len = stack_bytes;
 	if (bpf_find_vma(task, sp, vma_end, &end, 0) == 0 && end > sp && end - sp < len)
@@ -691,10 +706,12 @@ __attribute__((noinline)) int emit_syscall(__u32 nr, __u64 aspace, __u64 epoch)
 		len = start - sp;
 	if (len > STACK_BUF)
 		len = STACK_BUF;
+	// One read if every page is there, else page by page (17 pages span
+	// any 64 KiB).
+	ev->holes = 0;
 	if (bpf_probe_read_user(ev->stack, len, (void *)sp) != 0) {
 		struct stack_copy c = {.sp = sp, .len = len};
 		bpf_loop(STACK_BUF / 4096 + 1, copy_page, &c, 0);
-		len = c.done;
 	}
 	ev->stack_len = len;
 	__u64 size = sizeof(*ev) - STACK_BUF + len;

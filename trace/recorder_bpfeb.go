@@ -142,6 +142,7 @@ type recorderPending struct {
 type recorderScratch struct {
 	_   structs.HostLayout
 	Sys recorderSyscallEvent
+	_   [4096]byte
 	Tmp [4352]int8
 }
 
@@ -159,6 +160,8 @@ type recorderSyscallEvent struct {
 	H        recorderEventHeader
 	Nr       uint32
 	StackLen uint32
+	Holes    uint32
+	Pad      uint32
 	Regs     [21]uint64
 	Stack    [65536]uint8
 }

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -312,4 +314,72 @@ func TestLost(t *testing.T) {
 	if lost.Syscalls == 0 || delivered+int(lost.Syscalls) < 10000 {
 		t.Errorf("%d getpid snapshots delivered, %d calls lost: want losses, and every call accounted for", delivered, lost.Syscalls)
 	}
+}
+
+// TestStackBytes loads the program with the smallest, the largest and
+// sizes between (the verifier's work must not depend on the size), and
+// records /bin/true with each: every snapshot copies at most the size.
+// Sizes outside the range are refused before loading.
+func TestStackBytes(t *testing.T) {
+	for _, size := range []int{trace.MinStackBytes, 4095, 4096, 4097, trace.DefaultStackBytes, 61440, trace.MaxStackBytes - 1, trace.MaxStackBytes} {
+		t.Run(strconv.Itoa(size), func(t *testing.T) {
+			tr := open(t, trace.Options{StackBytes: size})
+			calls := syscalls(run(t, tr, []string{"/bin/true"}, nil))
+			if len(calls) == 0 {
+				t.Fatal("no call")
+			}
+			for _, s := range calls {
+				if len(s.Stack) > size {
+					t.Errorf("%d bytes of stack copied", len(s.Stack))
+				}
+			}
+		})
+	}
+	for _, size := range []int{-1, trace.MinStackBytes - 1, trace.MaxStackBytes + 1} {
+		if tr, err := trace.Open(trace.Options{StackBytes: size}); err == nil {
+			tr.Close()
+			t.Errorf("a stack copy of %d bytes was accepted", size)
+		}
+	}
+}
+
+// TestStackHoles runs prog-origin, whose loader calls readlink at
+// start-up with a 4 KiB buffer between the stack pointer and the frames,
+// in pages never touched: the program cannot read them, and must copy the
+// stack above them, marking them as holes.
+func TestStackHoles(t *testing.T) {
+	tr := open(t, trace.Options{})
+	dir := fixtures.Require(t)
+	// Where the buffer lies in its pages depends on the stack's random
+	// start: its page may have been touched before.
+	for range 20 {
+		var readlink *trace.Syscall
+		run(t, tr, fixtures.Args(dir, "origin"), func(ev any) {
+			if s, ok := ev.(*trace.Syscall); ok && s.Nr == unix.SYS_READLINK {
+				c := *s
+				c.Stack = slices.Clone(s.Stack)
+				readlink = &c
+			}
+		})
+		if readlink == nil {
+			t.Fatal("no readlink")
+		}
+		if len(readlink.Holes) == 0 {
+			continue
+		}
+		sp, end := readlink.Regs.SP, readlink.Regs.SP+uint64(len(readlink.Stack))
+		last := readlink.Holes[len(readlink.Holes)-1]
+		for _, h := range readlink.Holes {
+			if h.Start < sp || h.End > end || h.Start >= h.End || h.Start != sp && h.Start%4096 != 0 || h.End != end && h.End%4096 != 0 {
+				t.Errorf("hole %#x-%#x in a copy of %#x-%#x", h.Start, h.End, sp, end)
+			}
+		}
+		// The loader's frames lie above the buffer, up to the initial
+		// stack pointer.
+		if end-last.End < 256 {
+			t.Errorf("the copy of %#x-%#x ends %d bytes above its last hole %#x-%#x", sp, end, end-last.End, last.Start, last.End)
+		}
+		return
+	}
+	t.Error("readlink's stack copy never had a hole")
 }

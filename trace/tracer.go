@@ -19,8 +19,8 @@ type Options struct {
 	// user space: a power of two, a multiple of the page size. Zero
 	// means DefaultRingBytes.
 	RingBytes int
-	// StackBytes is how much of a thread's stack a snapshot copies, at
-	// most MaxStackBytes. Zero means DefaultStackBytes.
+	// StackBytes is how much of a thread's stack a snapshot copies,
+	// from MinStackBytes to MaxStackBytes. Zero means DefaultStackBytes.
 	StackBytes int
 }
 
@@ -33,7 +33,11 @@ const (
 	// start-up 1,944, getaddrinfo 1,912. Copies stop at the top of the
 	// stack, so most are far smaller.
 	DefaultStackBytes = 32 << 10
-	// MaxStackBytes is the most a snapshot can copy.
+	// MinStackBytes is the least a snapshot copies: one word, the
+	// return address of a function that has not touched the stack.
+	MinStackBytes = 8
+	// MaxStackBytes is the most a snapshot can copy. The program's
+	// verification does not depend on the size: every size loads.
 	MaxStackBytes = 64 << 10
 )
 
@@ -92,8 +96,8 @@ func configure(spec *ebpf.CollectionSpec, opts Options) error {
 	if stack == 0 {
 		stack = DefaultStackBytes
 	}
-	if stack < 0 || stack > MaxStackBytes {
-		return fmt.Errorf("trace: stack copy of %d bytes: more than %d", stack, MaxStackBytes)
+	if stack < MinStackBytes || stack > MaxStackBytes {
+		return fmt.Errorf("trace: stack copy of %d bytes: not between %d and %d", stack, MinStackBytes, MaxStackBytes)
 	}
 	spec.Maps[recorderMapEvents].MaxEntries = uint32(ring)
 	cpus, err := ebpf.PossibleCPU()

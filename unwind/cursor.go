@@ -254,14 +254,29 @@ func (c *Cursor) needSP() {
 }
 
 // Stack is a copy of the top of a thread's stack: Data holds the bytes
-// from Addr upwards. It is the Memory of an unwind from a snapshot.
+// from Addr upwards, except in the Holes. It is the Memory of an unwind
+// from a snapshot.
 type Stack struct {
 	Addr uint64
 	Data []byte
+	// Holes are the parts of the copy whose bytes are unknown: pages of
+	// the stack that could not be read when it was copied (never touched,
+	// or swapped out). A read that touches one fails with ErrStackHole.
+	Holes []Hole
+}
+
+// Hole is a range of addresses, [Start, End), of a Stack whose bytes are
+// unknown.
+type Hole struct {
+	Start, End uint64
 }
 
 // ErrOutsideStack reports a read beyond the copied part of the stack.
 var ErrOutsideStack = errors.New("outside the stack copy")
+
+// ErrStackHole reports a read of a part of the stack copy that could not
+// be read from the thread.
+var ErrStackHole = errors.New("in a page of the stack that could not be copied")
 
 // StackLimit is the error of a read outside a Stack: it says how long a
 // copy the read needed. It matches ErrOutsideStack.
@@ -285,6 +300,11 @@ func (s *Stack) Word(addr uint64) (uint64, error) {
 	off := addr - s.Addr
 	if addr < s.Addr || off > uint64(len(s.Data)) || uint64(len(s.Data))-off < 8 {
 		return 0, &StackLimit{Addr: addr, Need: int64(off) + 8}
+	}
+	for _, h := range s.Holes {
+		if addr < h.End && h.Start < addr+8 {
+			return 0, fmt.Errorf("read of %#x (sp%+d): %w", addr, off, ErrStackHole)
+		}
 	}
 	r := &reader{data: s.Data[off : off+8]}
 	return r.u64(), nil

@@ -191,3 +191,43 @@ func record(body []byte) []byte {
 	}
 	return append(binary.LittleEndian.AppendUint32(nil, uint32(len(body))), body...)
 }
+
+// TestStackHoles checks reads around the parts of a stack copy that could
+// not be read: a word that touches a hole by a byte fails, its neighbours
+// do not, and a hole is not mistaken for the end of the copy.
+func TestStackHoles(t *testing.T) {
+	const sp = 0x7ffd0f00
+	s := &unwind.Stack{Addr: sp, Data: make([]byte, 0x2200), Holes: []unwind.Hole{{Start: sp + 0x100, End: sp + 0x1100}}}
+	binary.LittleEndian.PutUint64(s.Data[0xf8:], 0x1234)
+	binary.LittleEndian.PutUint64(s.Data[0x1100:], 0x5678)
+	for _, c := range []struct {
+		addr uint64
+		want uint64
+		err  error
+	}{
+		{sp, 0, nil},
+		{sp + 0xf8, 0x1234, nil},
+		{sp + 0xf9, 0, unwind.ErrStackHole},
+		{sp + 0x100, 0, unwind.ErrStackHole},
+		{sp + 0x10f8, 0, unwind.ErrStackHole},
+		{sp + 0x10f9, 0, unwind.ErrStackHole},
+		{sp + 0x1100, 0x5678, nil},
+		{sp + 0x21f8, 0, nil},
+		{sp + 0x21f9, 0, unwind.ErrOutsideStack},
+		{sp - 8, 0, unwind.ErrOutsideStack},
+	} {
+		got, err := s.Word(c.addr)
+		if c.err != nil {
+			if !errors.Is(err, c.err) {
+				t.Errorf("word at sp%+d: %#x, %v; want %v", int64(c.addr-sp), got, err, c.err)
+			}
+			if c.err == unwind.ErrStackHole && errors.Is(err, unwind.ErrOutsideStack) {
+				t.Errorf("word at sp%+d: a hole read as outside the copy: %v", int64(c.addr-sp), err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("word at sp%+d: %#x, %v; want %#x", int64(c.addr-sp), got, err, c.want)
+		}
+	}
+}

@@ -81,7 +81,7 @@ plus the signal that killed it, once the policy is written.`,
 	fs.StringArrayVar(&c.merge, "merge", nil, "add an earlier recording from `FILE` (repeatable)")
 	fs.StringVar(&c.format, "format", "toml", "toml (a syscell policy) or syso-json")
 	fs.BoolVar(&c.allowLossy, "allow-lossy", false, "write the policy even if calls were lost or could not be attributed")
-	fs.IntVar(&c.stackBytes, "stack-bytes", trace.DefaultStackBytes, fmt.Sprintf("`BYTES` of stack to copy for an unwind, at most %d", trace.MaxStackBytes))
+	fs.IntVar(&c.stackBytes, "stack-bytes", trace.DefaultStackBytes, fmt.Sprintf("`BYTES` of stack to copy for an unwind, %d to %d", trace.MinStackBytes, trace.MaxStackBytes))
 	fs.BoolVarP(&c.quiet, "quiet", "q", false, "no progress lines")
 	return cmd
 }
@@ -116,8 +116,8 @@ func (c *recordCmd) check() error {
 	if c.format != "toml" && c.format != "syso-json" {
 		return inputErrorf("--format: unknown format %q (want toml or syso-json)", c.format)
 	}
-	if c.stackBytes < 0 || c.stackBytes > trace.MaxStackBytes {
-		return inputErrorf("--stack-bytes: %d is not between 0 and %d", c.stackBytes, trace.MaxStackBytes)
+	if c.stackBytes < trace.MinStackBytes || c.stackBytes > trace.MaxStackBytes {
+		return inputErrorf("--stack-bytes: %d is not between %d and %d", c.stackBytes, trace.MinStackBytes, trace.MaxStackBytes)
 	}
 	return nil
 }
