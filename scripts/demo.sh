@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The demo: Docker's default seccomp profile through syscell. Compiles it,
-# decides a few syscalls with the program, and measures the program next to
-# libseccomp's for the same profile.
+# The demo. First the bundled program with two libraries (examples/demo):
+# recorded, enforced (a library's forbidden mkdir fails and leaves no
+# directory) and scored. Then Docker's default seccomp profile through
+# syscell's compiler: compiled, a few syscalls decided with the program, and
+# the program measured next to libseccomp's for the same profile.
 #
 #   scripts/demo.sh [SYSCELL]    (make demo builds bin/syscell and runs this)
 set -euo pipefail
@@ -21,6 +23,27 @@ show() {
 	"$@"
 }
 
+echo "== The bundled demo: a program with two libraries, libgetpid.so (needs"
+echo "   getpid) and libmk.so (needs no syscall of its own)."
+examples/demo/build.sh "$out/prog"
+show "$syscell" record -q -o "$out/demo.toml" -- "$out/prog/demo"
+echo
+echo "\$ grep -A3 '^\[\[compartment' $out/demo.toml"
+grep -A3 '^\[\[compartment' "$out/demo.toml"
+echo "(libmk.so made no syscall, so it has no compartment: it may make none)"
+show "$syscell" run --policy "$out/demo.toml" -- "$out/prog/demo"
+rm -rf "$out/x"
+echo
+echo "== libmk.so, compromised, tries to create a directory:"
+show "$syscell" run --policy "$out/demo.toml" -- "$out/prog/demo" attack "$out/x" || true
+if [ -e "$out/x" ]; then
+	echo "FAIL: $out/x was created" >&2
+	exit 1
+fi
+echo "(no $out/x: the mkdir never ran)"
+show "$syscell" score "$out/demo.toml"
+
+echo
 echo "== Compile Docker's default profile, for the container of 'docker run'"
 echo "   (Docker's 14 default capabilities, this machine's kernel)."
 show "$syscell" compile "$profile" --stats -o "$out/docker.bpf"
