@@ -51,16 +51,9 @@ func (c *convertCmd) run(cmd *cobra.Command, path string) error {
 	if !ok {
 		return inputErrorf("--to: want toml or oci, not %q", c.to)
 	}
-	arches, err := c.arch.parse()
+	p, err := c.arch.loadFor(cmd, &c.policyFlags, path)
 	if err != nil {
 		return err
-	}
-	p, err := c.load(cmd, path)
-	if err != nil {
-		return err
-	}
-	if len(arches) > 0 {
-		p.Arches = arches
 	}
 	var b bytes.Buffer
 	if err := convert(p, &b); err != nil {

@@ -81,16 +81,9 @@ func (c *exportCmd) run(cmd *cobra.Command, path string) error {
 	if c.to != "spo" && (cmd.Flags().Changed("name") || cmd.Flags().Changed("namespace")) {
 		return inputErrorf("--name and --namespace name a SeccompProfile: use them with --to spo")
 	}
-	arches, err := c.arch.parse()
+	p, err := c.arch.loadFor(cmd, &c.policyFlags, path)
 	if err != nil {
 		return err
-	}
-	p, err := c.load(cmd, path)
-	if err != nil {
-		return err
-	}
-	if len(arches) > 0 {
-		p.Arches = arches
 	}
 	var b bytes.Buffer
 	// Writing to memory cannot fail, so an error is something the policy

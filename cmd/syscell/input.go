@@ -51,6 +51,23 @@ func (f *policyFlags) ociOptions(cmd *cobra.Command) policy.OCIOptions {
 	return opt
 }
 
+// loadFor loads the policy at path and, when --arch names ABIs, makes them
+// the policy's: for commands that write the policy out again.
+func (f archFlag) loadFor(cmd *cobra.Command, pf *policyFlags, path string) (*policy.Policy, error) {
+	arches, err := f.parse()
+	if err != nil {
+		return nil, err
+	}
+	p, err := pf.load(cmd, path)
+	if err != nil {
+		return nil, err
+	}
+	if len(arches) > 0 {
+		p.Arches = arches
+	}
+	return p, nil
+}
+
 // archFlag is --arch: the ABIs a program covers.
 type archFlag []string
 
