@@ -8,9 +8,9 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo deve
 # hung test.
 TEST_TIMEOUT ?= 20m
 
-.PHONY: build heapguard test vet fmt-check deps demo clean
+.PHONY: build heapguard audit test vet fmt-check deps demo clean
 
-build: heapguard
+build: heapguard audit
 	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/syscell
 
 # The use-after-free guard (heapguard/README.md), next to the binary, where
@@ -18,6 +18,12 @@ build: heapguard
 heapguard:
 	@mkdir -p bin
 	heapguard/build.sh bin/libsyscell-heapguard.so
+
+# The LD_AUDIT library of per-library compartments (ARCHITECTURE.md,
+# audit), next to the binary, where `syscell run` looks for it.
+audit:
+	@mkdir -p bin
+	audit/build.sh bin/libsyscell-audit.so
 
 # The whole test suite: vet, formatting, and every package's tests, the
 # command line's testscript scripts (cmd/syscell/testdata) among them.

@@ -7,10 +7,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/syscell/syscell/cell"
 	"github.com/syscell/syscell/heapguard"
 )
 
@@ -39,6 +41,7 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
 			"status":          cmdStatus,
 			"build-heapguard": cmdBuildHeapGuard,
+			"build-audit":     cmdBuildAudit,
 		},
 	})
 }
@@ -99,6 +102,32 @@ func cmdBuildHeapGuard(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("build the heap guard: %v\n%s", err, diag)
 	}
 }
+
+// cmdBuildAudit is "build-audit": build the audit library of compartments
+// where syscell run looks for it, next to the script's syscell. Scripts
+// run in parallel and share that binary: the library is built once.
+func cmdBuildAudit(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) > 0 {
+		ts.Fatalf("usage: build-audit")
+	}
+	exe := scriptSyscell(ts)
+	auditOnce.Do(func() {
+		src, err := filepath.Abs("../../audit")
+		if err == nil {
+			auditDiag, err = cell.BuildLibrary(src, cell.LibraryPath(exe), "cc")
+		}
+		auditErr = err
+	})
+	if auditErr != nil || auditDiag != "" {
+		ts.Fatalf("build the audit library: %v\n%s", auditErr, auditDiag)
+	}
+}
+
+var (
+	auditOnce sync.Once
+	auditDiag string
+	auditErr  error
+)
 
 // scriptSyscell is the syscell binary on the script's PATH.
 func scriptSyscell(ts *testscript.TestScript) string {

@@ -33,6 +33,7 @@ type runCmd struct {
 	action    string
 	report    string
 	heapGuard bool
+	stats     bool
 }
 
 func runCommand() *cobra.Command {
@@ -68,13 +69,25 @@ CMD gets syscell's standard streams and environment, and no other
 descriptor. Terminal interrupts (SIGINT, SIGQUIT) reach CMD directly;
 SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to syscell are passed on.
 
+A policy with compartments (per-library allowlists, as syscell record
+writes them) runs CMD with a per-library filter instead: each library's
+calls are decided by its own compartment, in the kernel where they come
+from the library's code or from the syscall stubs syscell gives its
+bindings of libc's wrappers, and by syscell itself where they come from
+libc's code (stdio, for one), whose callers it finds by unwinding the
+stack; the rules bound them all. CMD must be dynamically linked and not
+set-user-ID; the filter is installed once its libraries are loaded, before
+any of their code runs. --stats lists at exit the calls syscell decided.
+If syscell dies, those calls fail with ENOSYS.
+
 --heap-guard preloads syscell's use-after-free guard into CMD (LD_PRELOAD):
 every use of freed heap memory then faults with a report naming the
 allocation and free sites. The guard's own syscalls are allowed whatever
 the policy says of them.`,
 		Example: `  syscell run --policy runtime-default -- /bin/true
   syscell run --policy my.toml --mode audit --report calls.json -- ./server
-  syscell run --policy docker.json --caps '' --action kill -- sh -c 'mount -t tmpfs x /mnt'`,
+  syscell run --policy docker.json --caps '' --action kill -- sh -c 'mount -t tmpfs x /mnt'
+  syscell record -o recorded.toml -- ./server && syscell run --policy recorded.toml --stats -- ./server`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return inputErrorf("usage: %s", cmd.UseLine())
@@ -93,6 +106,7 @@ the policy says of them.`,
 	fs.StringVar(&c.action, "action", "", "what every denied call gets: kill, errno or trap (default: the policy's actions)")
 	fs.StringVar(&c.report, "report", "", "write the calls outside the policy and how CMD ended to `FILE`, as JSON")
 	fs.BoolVar(&c.heapGuard, "heap-guard", false, "preload the use-after-free guard (its own syscalls are allowed)")
+	fs.BoolVar(&c.stats, "stats", false, "with compartments: list the calls the supervisor decided, at exit")
 	return cmd
 }
 
@@ -107,13 +121,19 @@ func (c *runCmd) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return inputErrorf("--mode: %w", err)
 	}
-	r, err := c.resolve(cmd)
+	p, r, err := c.resolve(cmd)
 	if err != nil {
 		return err
 	}
 	path, err := exec.LookPath(args[0])
 	if err != nil {
 		return inputErrorf("%s: %w", args[0], errors.Unwrap(err))
+	}
+	if len(p.Compartments) > 0 {
+		return c.runCompartments(cmd, args, path, p, mode)
+	}
+	if c.stats {
+		return inputErrorf("--stats: the policy has no compartments, so no call is supervised")
 	}
 	report, err := c.createReport()
 	if err != nil {
@@ -170,40 +190,41 @@ func exitStatusOf(res *enforce.Result) error {
 }
 
 // resolve loads --policy, a bundled policy or a file, applies --action
-// and resolves it for --arch.
-func (c *runCmd) resolve(cmd *cobra.Command) (*policy.Resolved, error) {
+// and resolves it for --arch. It returns the policy as loaded too: one
+// with compartments runs as it is.
+func (c *runCmd) resolve(cmd *cobra.Command) (*policy.Policy, *policy.Resolved, error) {
 	if c.policy == "" {
-		return nil, inputErrorf("missing --policy POLICY (a file, or one of %s)", strings.Join(policies.Names(), ", "))
+		return nil, nil, inputErrorf("missing --policy POLICY (a file, or one of %s)", strings.Join(policies.Names(), ", "))
 	}
 	override, ok := runActions[c.action]
 	if !ok && c.action != "" {
-		return nil, inputErrorf("--action: unknown action %q (want kill, errno or trap)", c.action)
+		return nil, nil, inputErrorf("--action: unknown action %q (want kill, errno or trap)", c.action)
 	}
 	arches, err := c.arch.parse()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var p *policy.Policy
 	if policies.Known(c.policy) {
 		// Without warnings: Docker's profile names calls of other
 		// architectures, which the user can do nothing about.
 		if p, _, err = policies.Load(c.policy, c.ociOptions(cmd)); err != nil {
-			return nil, badInput{err}
+			return nil, nil, badInput{err}
 		}
 	} else if p, err = c.load(cmd, c.policy); err != nil {
-		return nil, c.notBundled(err)
+		return nil, nil, c.notBundled(err)
 	}
-	if c.heapGuard {
+	if c.heapGuard && len(p.Compartments) == 0 {
 		allowHeapGuard(p)
 	}
 	r := resolveFor(p, arches)
 	if !slices.ContainsFunc(r.Tables, func(t *policy.Table) bool { return t.Arch == syscalls.X86_64 }) {
-		return nil, inputErrorf("--arch: run needs x86_64, the ABI through which CMD is started")
+		return nil, nil, inputErrorf("--arch: run needs x86_64, the ABI through which CMD is started")
 	}
 	if ok {
 		r = enforce.Override(r, override)
 	}
-	return r, nil
+	return p, r, nil
 }
 
 // notBundled adds, to the error of a policy file that does not exist and

@@ -1,0 +1,126 @@
+/*
+ * syscell's LD_AUDIT library: gives each compartment's bindings of libc's
+ * system-call wrappers stubs in the compartment's slot of the stub window,
+ * reports the process's layout to the launcher (package cell), installs
+ * the per-library filter the launcher compiled, and hands the launcher
+ * the filter's notification listener. See ARCHITECTURE.md, "audit".
+ *
+ * Everything here runs in the auditor's own link-map namespace, with its
+ * own copy of libc; what must act on the program (its errno, its
+ * cancellation state) is reached through the program's global scope.
+ */
+#ifndef SYSCELL_AUDIT_H
+#define SYSCELL_AUDIT_H
+
+#include <link.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* The loader's entry points; build.sh hides everything else. */
+#define EXPORT __attribute__((visibility("default")))
+
+/* Protocol version, checked by the launcher. */
+#define PROTOCOL_VERSION 1
+/* The environment variable naming the socket to the launcher. */
+#define CHANNEL_ENV "SYSCELL_CELL_FD"
+/* The highest system call number a stub set can name. */
+#define MAX_NR 1024
+
+/* fail.c */
+__attribute__((noreturn, format(printf, 1, 2))) void die(const char *fmt, ...);
+
+/* channel.c: the socket to the launcher, line by line. */
+void channel_open(const char *fd);
+void channel_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void channel_flush(void);
+char *channel_line(void);
+void channel_read(void *buf, size_t n);
+int channel_fd(void);
+
+/* How a compartment names the objects that belong to it: every name it
+   has must match (see package cell, identity.go). */
+struct compartment {
+	bool nothing;		/* matches no object */
+	char *build_id;		/* the GNU build-id in hex, or NULL */
+	bool file;		/* the file at its path, by device and inode */
+	dev_t dev;
+	ino_t ino;
+	char *name;		/* a soname or file name, or NULL */
+};
+
+/* config.c: what the launcher sends at start. */
+struct range {
+	uintptr_t start, end;
+};
+/* A compartment's code range in the layout of an image executed before. */
+struct inherited {
+	unsigned slot;
+	struct range range;
+};
+#define MAX_INHERITED 4096
+struct config {
+	uintptr_t window;
+	unsigned shift;
+	unsigned nslots;
+	struct compartment *slots;
+	char **runtime;	/* sonames of the system runtime, NULL-terminated */
+	unsigned nruntime;
+	bool stub_nr[MAX_NR];	/* caller-dependent system calls */
+	struct inherited inherited[MAX_INHERITED];
+	unsigned ninherited;
+};
+extern struct config config;
+void config_read(void);
+void config_inherit(const char *value);
+bool config_has_file_identities(void);
+
+/* object.c: what an object of the program is. */
+#define MAX_TEXT 8
+struct object {
+	struct link_map *map;
+	int slot;		/* compartment slot, -1 for none */
+	bool runtime;		/* libc, the loader, the vDSO */
+	bool wrappers;		/* the base namespace's libc: its wrappers get stubs */
+	dev_t dev;
+	ino_t ino;
+	char build_id[2 * 64 + 1];
+	const char *path;
+	struct range text[MAX_TEXT];
+	unsigned ntext;
+};
+struct object *object_identify(struct link_map *map, Lmid_t lmid, bool stat_file);
+
+/* stubs.c: wrappers and their stubs. */
+size_t stub_block_size(void);
+const void *stub_block(void);
+void stubs_init(void);
+/* The offset of name's stub in the block, or -1 when it has none or its
+   system call does not depend on the caller. */
+long stub_offset(const char *name);
+
+/* window.c */
+void window_reserve(void);
+uintptr_t window_slot(unsigned slot);
+void window_finish(struct link_map *global);
+int window_seal_errno(void);
+uintptr_t window_epoch(void);
+/* The loader starts (done false) or ends (done true) changing the objects. */
+void window_epoch_change(bool done);
+long syscell_stub_failed(long negative_errno);
+
+/* layout.c: the objects seen so far, and the layout the launcher compiles. */
+void layout_add(struct object *o);
+void layout_send(void);
+
+/* inherit.c: what images the program executes inherit. */
+#define INHERIT_ENV "SYSCELL_CELL"
+void inherit_add(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void inherit_publish(void);
+void inherit_apply(void);
+void inherit_check(const struct object *o);
+
+/* install.c */
+void install_filter(void);
+
+#endif

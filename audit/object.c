@@ -1,0 +1,168 @@
+/*
+ * What an object of the program is: its file (path, device and inode),
+ * GNU build-id, soname and executable ranges, all read from its program
+ * headers in memory, and which compartment it belongs to. The rule is
+ * package cell's (identity.go), applied there to what the supervisor sees.
+ */
+#include <dlfcn.h>
+#include <elf.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "audit.h"
+
+#define MAX_OBJECTS 4096
+#define PAGE 4096UL
+
+static uintptr_t align_up(uintptr_t v, uintptr_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+static void build_id(struct object *o, const char *notes, size_t size, size_t align)
+{
+	static const char hex[] = "0123456789abcdef";
+	if (align < 4)
+		align = 4;
+	size_t off = 0;
+	while (off + sizeof(ElfW(Nhdr)) <= size) {
+		const ElfW(Nhdr) *nh = (const void *)(notes + off);
+		size_t desc = off + sizeof *nh + align_up(nh->n_namesz, align);
+		if (desc + nh->n_descsz > size)
+			return;
+		if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+		    memcmp(notes + off + sizeof *nh, "GNU", 4) == 0 &&
+		    nh->n_descsz <= (sizeof o->build_id - 1) / 2) {
+			const unsigned char *d = (const unsigned char *)notes + desc;
+			for (size_t i = 0; i < nh->n_descsz; i++) {
+				o->build_id[2 * i] = hex[d[i] >> 4];
+				o->build_id[2 * i + 1] = hex[d[i] & 15];
+			}
+			o->build_id[2 * nh->n_descsz] = '\0';
+			return;
+		}
+		off = desc + align_up(nh->n_descsz, align);
+	}
+}
+
+/* soname reads DT_SONAME. The loader relocates the dynamic section's
+   pointers in place where it is writable and leaves them as link-time
+   addresses where it is not (the vDSO's). */
+static const char *soname(const ElfW(Dyn) *dyn, uintptr_t bias)
+{
+	uintptr_t strtab = 0;
+	long name = -1;
+	for (; dyn->d_tag != DT_NULL; dyn++) {
+		if (dyn->d_tag == DT_STRTAB)
+			strtab = dyn->d_un.d_ptr;
+		else if (dyn->d_tag == DT_SONAME)
+			name = dyn->d_un.d_val;
+	}
+	if (strtab == 0 || name < 0)
+		return "";
+	if (strtab < bias)
+		strtab += bias;
+	return (const char *)strtab + name;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+static bool is_runtime(const char *name)
+{
+	for (unsigned i = 0; i < config.nruntime; i++)
+		if (strcmp(config.runtime[i], name) == 0)
+			return true;
+	return false;
+}
+
+static bool matches(const struct compartment *c, const struct object *o, const char *so)
+{
+	if (c->nothing)
+		return false;
+	if (c->build_id != NULL && strcmp(c->build_id, o->build_id) != 0)
+		return false;
+	if (c->file && (o->ino == 0 || c->dev != o->dev || c->ino != o->ino))
+		return false;
+	if (c->name != NULL)
+		return strcmp(c->name, so) == 0 || strcmp(c->name, base_name(o->path)) == 0;
+	return true;
+}
+
+static int compartment_of(const struct object *o, const char *so)
+{
+	for (unsigned i = 0; i < config.nslots; i++)
+		if (matches(&config.slots[i], o, so))
+			return i;
+	return -1;
+}
+
+/* The executable's own path: the loader names it "". Where it cannot be
+   read (an image executed under a policy that denies readlink), the
+   executable is matched by build-id alone, or belongs to no compartment:
+   its calls then reach the supervisor, which attributes them itself. */
+static const char *executable_path(void)
+{
+	static char path[4096];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+	path[n < 0 ? 0 : n] = '\0';
+	return path;
+}
+
+static bool is_vdso(const ElfW(Phdr) *ph)
+{
+	uintptr_t vdso = getauxval(AT_SYSINFO_EHDR);
+	return vdso != 0 && (uintptr_t)ph >= vdso && (uintptr_t)ph < vdso + PAGE;
+}
+
+struct object *object_identify(struct link_map *map, Lmid_t lmid, bool stat_file)
+{
+	static struct object objects[MAX_OBJECTS];
+	static unsigned count;
+	if (count == MAX_OBJECTS)
+		die("more than %d objects", MAX_OBJECTS);
+	struct object *o = &objects[count++];
+	const ElfW(Phdr) *ph;
+	int nph = dlinfo(map, RTLD_DI_PHDR, &ph);
+	const char *so = "";
+	bool executable = lmid == LM_ID_BASE && map->l_prev == NULL;
+	bool vdso = is_vdso(ph);
+
+	o->map = map;
+	o->slot = -1;
+	o->path = executable ? executable_path() : map->l_name;
+	for (int i = 0; i < nph; i++) {
+		const char *at = (const char *)(map->l_addr + ph[i].p_vaddr);
+		switch (ph[i].p_type) {
+		case PT_LOAD:
+			if ((ph[i].p_flags & PF_X) && o->ntext < MAX_TEXT) {
+				o->text[o->ntext].start = (uintptr_t)at & ~(PAGE - 1);
+				o->text[o->ntext].end = align_up((uintptr_t)at + ph[i].p_memsz, PAGE);
+				o->ntext++;
+			}
+			break;
+		case PT_NOTE:
+			if (o->build_id[0] == '\0')
+				build_id(o, at, ph[i].p_filesz, ph[i].p_align);
+			break;
+		case PT_DYNAMIC:
+			so = soname((const void *)at, map->l_addr);
+			break;
+		}
+	}
+	struct stat st;
+	if (stat_file && !vdso && stat(executable ? "/proc/self/exe" : o->path, &st) == 0) {
+		o->dev = st.st_dev;
+		o->ino = st.st_ino;
+	}
+	o->runtime = vdso || is_runtime(so) || is_runtime(base_name(o->path));
+	o->wrappers = lmid == LM_ID_BASE && strcmp(so, "libc.so.6") == 0;
+	if (!o->runtime)
+		o->slot = compartment_of(o, so);
+	return o;
+}

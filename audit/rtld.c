@@ -1,0 +1,81 @@
+/*
+ * The loader's entry points (rtld-audit(7)): the only symbols this library
+ * exports.
+ */
+#include <link.h>
+#include <stdlib.h>
+
+#include "audit.h"
+
+static bool installed, inherited;
+static struct link_map *executable;
+
+EXPORT unsigned la_version(unsigned version)
+{
+	const char *fd = getenv(CHANNEL_ENV);
+	if (fd != NULL) {
+		channel_open(fd);
+		channel_printf("hello %d %zu\n", PROTOCOL_VERSION, stub_block_size());
+		channel_flush();
+		config_read();
+	} else {
+		/* An image the program executed: its filter is in place. */
+		inherit_apply();
+		inherited = true;
+	}
+	stubs_init();
+	window_reserve();
+	return version < LAV_CURRENT ? version : LAV_CURRENT;
+}
+
+EXPORT unsigned la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *cookie)
+{
+	/* Once the filter is installed, stat is a supervised call: make it
+	   only when a compartment names its objects by file. */
+	struct object *o = object_identify(map, lmid, !installed || config_has_file_identities());
+	*cookie = (uintptr_t)o;
+	if (inherited)
+		inherit_check(o);
+	if (executable == NULL && lmid == LM_ID_BASE)
+		executable = map;
+	if (!installed && !inherited)
+		layout_add(o);
+	return (o->wrappers ? LA_FLG_BINDTO : 0) | (o->slot >= 0 ? LA_FLG_BINDFROM : 0);
+}
+
+EXPORT void la_activity(uintptr_t *cookie, unsigned flag)
+{
+	(void)cookie;
+	if (flag != LA_ACT_CONSISTENT) {
+		window_epoch_change(false);
+		return;
+	}
+	/* The first consistent state: every object of the program is loaded
+	   and relocated, and no constructor has run yet. */
+	if (!installed) {
+		window_finish(executable);
+		if (!inherited) {
+			layout_send();
+			inherit_publish();
+			install_filter();
+		}
+		installed = true;
+	}
+	window_epoch_change(true);
+}
+
+EXPORT uintptr_t la_symbind64(Elf64_Sym *sym, unsigned ndx, uintptr_t *refcook, uintptr_t *defcook,
+		       unsigned *flags, const char *name)
+{
+	(void)ndx;
+	(void)flags;
+	/* Lookups this library makes itself (dlsym) come from an object the
+	   loader does not audit, whose cookie is null. */
+	const struct object *ref = (const void *)*refcook, *def = (const void *)*defcook;
+	if (ref != NULL && def != NULL && def->wrappers && ref->slot >= 0) {
+		long offset = stub_offset(name);
+		if (offset >= 0)
+			return window_slot(ref->slot) + offset;
+	}
+	return sym->st_value;
+}

@@ -1,0 +1,286 @@
+/*
+ * The stub block: one function per wrapper of wrappers.def, each making
+ * its system call itself, so that the kernel sees an instruction pointer
+ * inside the block. The block is copied into every slot of the stub window
+ * and must therefore be position-independent and self-contained: it
+ * refers to nothing outside itself except through the pointers at its
+ * start (stubs.h), which each copy gets filled in.
+ */
+#include <asm/unistd_64.h>
+#include "stubs.h"
+
+#define AT_FDCWD_32 0xffffff9c
+#define AT_SYMLINK_NOFOLLOW 0x100
+#define AT_EMPTY_PATH 0x1000
+#define O_CREAT 0x40
+#define O_TMPFILE 0x410000
+#define EINVAL 22
+#define EBADF 9
+#define PTHREAD_CANCEL_ASYNCHRONOUS 1
+
+	.section .text.syscell_stubs,"ax",@progbits
+	.p2align 6
+	.globl syscell_stub_block
+	.hidden syscell_stub_block
+syscell_stub_block:
+.Lfailed:
+	.quad 0
+.Lsingle:
+	.quad 0
+.Lcanceltype:
+	.quad 0
+.Lempty:
+	.byte 0
+
+/* The call, once the arguments are in the kernel's registers. A
+   cancellation point in a multi-threaded process switches to asynchronous
+   cancellation for the duration of the call, as glibc's SYSCALL_CANCEL
+   does, through the program's pthread_setcanceltype: a pending request
+   is acted upon before the call, one arriving while it blocks ends it. */
+.macro invoke nr, cancel
+	.if \cancel
+	mov .Lsingle(%rip), %rax
+	cmpb $0, (%rax)
+	je 2f
+	.endif
+	mov $\nr, %eax
+	syscall
+	cmp $-4095, %rax
+	jae .Lfail
+	ret
+	.if \cancel
+2:	push %r9
+	push %r8
+	push %r10
+	push %rdx
+	push %rsi
+	push %rdi
+	sub $8, %rsp
+	mov $PTHREAD_CANCEL_ASYNCHRONOUS, %edi
+	mov %rsp, %rsi
+	call *.Lcanceltype(%rip)
+	mov 8(%rsp), %rdi
+	mov 16(%rsp), %rsi
+	mov 24(%rsp), %rdx
+	mov 32(%rsp), %r10
+	mov 40(%rsp), %r8
+	mov 48(%rsp), %r9
+	mov $\nr, %eax
+	syscall
+	mov %rax, 8(%rsp)
+	mov (%rsp), %edi
+	xor %esi, %esi
+	call *.Lcanceltype(%rip)
+	mov 8(%rsp), %rax
+	add $56, %rsp
+	cmp $-4095, %rax
+	jae .Lfail
+	ret
+	.endif
+.endm
+
+.macro begin sym
+	.p2align 4
+	.globl syscell_stub_\sym
+	.hidden syscell_stub_\sym
+	.type syscell_stub_\sym, @function
+syscell_stub_\sym:
+.endm
+
+/* f(): a call glibc's wrapper never sees fail (getpid and its kind),
+   whose raw result it returns as it is, errno untouched. */
+.macro stub_raw sym, nr, cancel
+	begin \sym
+	mov $\nr, %eax
+	syscall
+	ret
+.endm
+
+/* f(a, b, c, d, e, f): the arguments are the call's. */
+.macro stub_plain sym, nr, cancel
+	begin \sym
+	mov %rcx, %r10
+	invoke \nr, \cancel
+.endm
+
+/* open(path, flags, mode) → openat(AT_FDCWD, path, flags, mode), the mode
+   only when the flags create a file, as glibc's __OPEN_NEEDS_MODE. */
+.macro stub_open sym, nr, cancel
+	begin \sym
+	test $O_CREAT, %esi
+	jnz 1f
+	mov %esi, %eax
+	and $O_TMPFILE, %eax
+	cmp $O_TMPFILE, %eax
+	je 1f
+	xor %edx, %edx
+1:	mov %edx, %r10d
+	mov %esi, %edx
+	mov %rdi, %rsi
+	mov $AT_FDCWD_32, %edi
+	invoke \nr, \cancel
+.endm
+
+/* openat(fd, path, flags, mode), the mode only when needed. */
+.macro stub_openat sym, nr, cancel
+	begin \sym
+	test $O_CREAT, %edx
+	jnz 1f
+	mov %edx, %eax
+	and $O_TMPFILE, %eax
+	cmp $O_TMPFILE, %eax
+	je 1f
+	xor %ecx, %ecx
+1:	mov %ecx, %r10d
+	invoke \nr, \cancel
+.endm
+
+/* stat(path, buf) → newfstatat(AT_FDCWD, path, buf, 0). */
+.macro stub_stat sym, nr, cancel
+	begin \sym
+	mov %rsi, %rdx
+	xor %r10d, %r10d
+	mov %rdi, %rsi
+	mov $AT_FDCWD_32, %edi
+	invoke \nr, \cancel
+.endm
+
+/* lstat(path, buf) → newfstatat(AT_FDCWD, path, buf, AT_SYMLINK_NOFOLLOW). */
+.macro stub_lstat sym, nr, cancel
+	begin \sym
+	mov %rsi, %rdx
+	mov $AT_SYMLINK_NOFOLLOW, %r10d
+	mov %rdi, %rsi
+	mov $AT_FDCWD_32, %edi
+	invoke \nr, \cancel
+.endm
+
+/* fstat(fd, buf) → newfstatat(fd, "", buf, AT_EMPTY_PATH); a negative fd
+   fails with EBADF without a call, as in glibc. */
+.macro stub_fstat sym, nr, cancel
+	begin \sym
+	test %edi, %edi
+	js 1f
+	mov %rsi, %rdx
+	lea .Lempty(%rip), %rsi
+	mov $AT_EMPTY_PATH, %r10d
+	invoke \nr, \cancel
+1:	mov $-EBADF, %rax
+	jmp .Lfail
+.endm
+
+/* fstatat(fd, path, buf, flags): the flags as an int. */
+.macro stub_fstatat sym, nr, cancel
+	begin \sym
+	mov %ecx, %r10d
+	invoke \nr, \cancel
+.endm
+
+/* send(fd, buf, len, flags) → sendto(fd, buf, len, flags, NULL, 0). */
+.macro stub_send sym, nr, cancel
+	begin \sym
+	mov %ecx, %r10d
+	xor %r8d, %r8d
+	xor %r9d, %r9d
+	invoke \nr, \cancel
+.endm
+
+/* recv(fd, buf, len, flags) → recvfrom(fd, buf, len, flags, NULL, NULL). */
+.macro stub_recv sym, nr, cancel
+	begin \sym
+	mov %ecx, %r10d
+	xor %r8d, %r8d
+	xor %r9d, %r9d
+	invoke \nr, \cancel
+.endm
+
+/* pipe(fds) → pipe2(fds, 0). */
+.macro stub_pipe sym, nr, cancel
+	begin \sym
+	xor %esi, %esi
+	invoke \nr, \cancel
+.endm
+
+/* getrlimit(resource, old) → prlimit64(0, resource, NULL, old). */
+.macro stub_getrlimit sym, nr, cancel
+	begin \sym
+	mov %rsi, %r10
+	xor %edx, %edx
+	mov %edi, %esi
+	xor %edi, %edi
+	invoke \nr, \cancel
+.endm
+
+/* setrlimit(resource, new) → prlimit64(0, resource, new, NULL). */
+.macro stub_setrlimit sym, nr, cancel
+	begin \sym
+	mov %rsi, %rdx
+	xor %r10d, %r10d
+	mov %edi, %esi
+	xor %edi, %edi
+	invoke \nr, \cancel
+.endm
+
+/* nanosleep(req, rem) → clock_nanosleep(CLOCK_REALTIME, 0, req, rem);
+   both fail with -errno from the kernel, so errno is set alike. */
+.macro stub_nanosleep sym, nr, cancel
+	begin \sym
+	mov %rsi, %r10
+	mov %rdi, %rdx
+	xor %esi, %esi
+	xor %edi, %edi
+	invoke \nr, \cancel
+.endm
+
+/* waitpid(pid, status, options) → wait4(pid, status, options, NULL). */
+.macro stub_waitpid sym, nr, cancel
+	begin \sym
+	xor %r10d, %r10d
+	invoke \nr, \cancel
+.endm
+
+/* mmap: an offset that is not a multiple of the page fails with EINVAL
+   without a call, as in glibc. */
+.macro stub_mmap sym, nr, cancel
+	begin \sym
+	test $0xfff, %r9d
+	jnz 1f
+	mov %ecx, %r10d
+	invoke \nr, \cancel
+1:	mov $-EINVAL, %rax
+	jmp .Lfail
+.endm
+
+/* syscall(nr, a, b, c, d, e, f): any call, the sixth argument from the
+   stack, exactly as glibc's syscall(). */
+.macro stub_syscall sym, nr, cancel
+	begin \sym
+	mov %rdi, %rax
+	mov %rsi, %rdi
+	mov %rdx, %rsi
+	mov %rcx, %rdx
+	mov %r8, %r10
+	mov %r9, %r8
+	mov 8(%rsp), %r9
+	syscall
+	cmp $-4095, %rax
+	jae .Lfail
+	ret
+.endm
+
+#define W(sym, kind, nr, cancel) stub_##kind sym, nr, cancel;
+#define A(alias, sym)
+#include "wrappers.def"
+
+/* A failed call: rax holds -errno. The program's errno is set by C code
+   reached through a pointer, which returns -1 to the stub's caller. */
+	.p2align 4
+.Lfail:
+	mov %rax, %rdi
+	jmp *.Lfailed(%rip)
+
+	.globl syscell_stub_block_end
+	.hidden syscell_stub_block_end
+syscell_stub_block_end:
+
+	.section .note.GNU-stack,"",@progbits

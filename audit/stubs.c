@@ -1,0 +1,77 @@
+/* The wrappers of wrappers.def, by name, and where their stubs lie. */
+#include <asm/unistd_64.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audit.h"
+
+extern const char syscell_stub_block[], syscell_stub_block_end[];
+#define W(sym, kind, nr, cancel) extern const char syscell_stub_##sym[];
+#define A(alias, sym)
+#include "wrappers.def"
+#undef W
+#undef A
+
+/* ANY marks syscall(), which makes any call; ALIAS, another name of a
+   wrapper listed before. */
+#define ANY -1
+#define ALIAS -2
+
+struct wrapper {
+	const char *name;
+	int nr;
+	const char *stub;
+	long offset;	/* filled by stubs_init: -1 when not redirected */
+};
+
+static struct wrapper wrappers[] = {
+#define W(sym, kind, nr, cancel) {#sym, nr, syscell_stub_##sym, 0},
+#define A(alias, sym) {#alias, ALIAS, syscell_stub_##sym, 0},
+#include "wrappers.def"
+#undef W
+#undef A
+};
+#define NWRAPPERS (sizeof wrappers / sizeof *wrappers)
+
+size_t stub_block_size(void)
+{
+	return syscell_stub_block_end - syscell_stub_block;
+}
+
+const void *stub_block(void)
+{
+	return syscell_stub_block;
+}
+
+/* nr_of returns the system call the stub at stub makes, for aliases too. */
+static int nr_of(const char *stub)
+{
+	for (size_t i = 0; i < NWRAPPERS; i++)
+		if (wrappers[i].stub == stub && wrappers[i].nr != ALIAS)
+			return wrappers[i].nr;
+	return ALIAS;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct wrapper *)a)->name, ((const struct wrapper *)b)->name);
+}
+
+/* stubs_init decides which wrappers are redirected: those whose call
+   depends on the caller, and syscall(), and sorts them for lookups. */
+void stubs_init(void)
+{
+	for (size_t i = 0; i < NWRAPPERS; i++) {
+		int nr = nr_of(wrappers[i].stub);
+		bool redirect = nr == ANY || (nr >= 0 && nr < MAX_NR && config.stub_nr[nr]);
+		wrappers[i].offset = redirect ? wrappers[i].stub - syscell_stub_block : -1;
+	}
+	qsort(wrappers, NWRAPPERS, sizeof *wrappers, by_name);
+}
+
+long stub_offset(const char *name)
+{
+	struct wrapper key = {.name = name};
+	const struct wrapper *w = bsearch(&key, wrappers, NWRAPPERS, sizeof *wrappers, by_name);
+	return w ? w->offset : -1;
+}

@@ -1,0 +1,16 @@
+/*
+ * The stub block's layout, shared by stubs.S and the C code that copies
+ * the block into each slot of the window: three pointers at its start,
+ * written into every copy before the window is sealed.
+ */
+#ifndef SYSCELL_STUBS_H
+#define SYSCELL_STUBS_H
+
+/* long syscell_stub_failed(long negative_errno): sets the program's errno. */
+#define STUB_FAILED 0
+/* The program's __libc_single_threaded. */
+#define STUB_SINGLE 8
+/* The program's pthread_setcanceltype. */
+#define STUB_CANCELTYPE 16
+
+#endif

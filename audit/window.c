@@ -1,0 +1,123 @@
+/*
+ * The stub window: slot i, at window + (i << shift), holds a copy of the
+ * stub block for compartment i. It is mapped where the launcher chose,
+ * filled, then made read+exec and sealed before the filter is installed.
+ * The epoch page after it tells the supervisor when the loader changed
+ * the process's objects.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/auxv.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "stubs.h"
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+/* mseal(2), Linux 6.10; older headers lack the number. */
+#define SYS_MSEAL 462
+#define PAGE 4096UL
+
+/* What the supervisor reads: a cookie unique to this image of the
+   program, and a counter the loader's changes make odd while they last. */
+struct epoch {
+	uint64_t cookie;
+	uint64_t count;
+};
+
+static struct epoch *epoch;
+static int seal_errno;
+static int *(*errno_location)(void);
+
+static size_t window_size(void)
+{
+	return (size_t)config.nslots << config.shift;
+}
+
+uintptr_t window_slot(unsigned slot)
+{
+	return config.window + ((uintptr_t)slot << config.shift);
+}
+
+static void *map_fixed(uintptr_t addr, size_t size, const char *what)
+{
+	void *p = mmap((void *)addr, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p == MAP_FAILED)
+		die("map the %s at %#lx: %s", what, (unsigned long)addr, strerror(errno));
+	if (p != (void *)addr) /* a kernel older than 4.17 takes the address as a hint */
+		die("map the %s at %#lx: the kernel put it at %p", what, (unsigned long)addr, p);
+	return p;
+}
+
+void window_reserve(void)
+{
+	if (stub_block_size() > 1UL << config.shift)
+		die("the stub block (%zu bytes) does not fit a slot of %lu bytes", stub_block_size(), 1UL << config.shift);
+	map_fixed(config.window, window_size(), "stub window");
+	for (unsigned i = 0; i < config.nslots; i++)
+		memcpy((void *)window_slot(i), stub_block(), stub_block_size());
+	epoch = map_fixed(config.window + window_size(), PAGE, "epoch page");
+	/* The kernel's random bytes for this image, which need no call. */
+	memcpy(&epoch->cookie, (const void *)getauxval(AT_RANDOM), sizeof epoch->cookie);
+}
+
+uintptr_t window_epoch(void)
+{
+	return (uintptr_t)epoch;
+}
+
+void window_epoch_change(bool done)
+{
+	/* Odd while a change lasts, even once it is done. */
+	if ((epoch->count & 1) == done)
+		__atomic_add_fetch(&epoch->count, 1, __ATOMIC_RELEASE);
+}
+
+long syscell_stub_failed(long negative_errno)
+{
+	*errno_location() = -negative_errno;
+	return -1;
+}
+
+static void *program_symbol(struct link_map *global, const char *name)
+{
+	void *p = dlsym(global, name);
+	if (p == NULL)
+		die("the program has no %s", name);
+	return p;
+}
+
+void window_finish(struct link_map *global)
+{
+	void *single = program_symbol(global, "__libc_single_threaded");
+	void *canceltype = program_symbol(global, "pthread_setcanceltype");
+	errno_location = program_symbol(global, "__errno_location");
+	for (unsigned i = 0; i < config.nslots; i++) {
+		char *slot = (char *)window_slot(i);
+		void *failed = syscell_stub_failed;
+		memcpy(slot + STUB_FAILED, &failed, sizeof failed);
+		memcpy(slot + STUB_SINGLE, &single, sizeof single);
+		memcpy(slot + STUB_CANCELTYPE, &canceltype, sizeof canceltype);
+	}
+	if (mprotect((void *)config.window, window_size(), PROT_READ | PROT_EXEC) != 0)
+		die("make the stub window executable: %s", strerror(errno));
+	if (syscall(SYS_MSEAL, config.window, window_size(), 0) != 0) {
+		/* Without mseal (a kernel older than 6.10, or an outer filter
+		   that denies it) the window can be remapped by code allowed
+		   to call mprotect or mmap; the launcher reports it. */
+		if (errno != ENOSYS && errno != EPERM)
+			die("seal the stub window: %s", strerror(errno));
+		seal_errno = errno;
+	}
+}
+
+int window_seal_errno(void)
+{
+	return seal_errno;
+}

@@ -1,0 +1,71 @@
+package cell
+
+import (
+	"bufio"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrNotAuditable is wrapped by the errors of programs the loader would
+// run without the audit library, and so without their filter: statically
+// linked programs, which have no loader, and programs whose execution
+// raises privileges, for which the loader ignores LD_AUDIT.
+var ErrNotAuditable = errors.New("the dynamic loader would not load the audit library into it")
+
+// maxInterpreters bounds the chain of #! interpreters followed.
+const maxInterpreters = 4
+
+// checkExecutable makes sure that the loader will load the audit library
+// into path, following #! interpreters.
+func checkExecutable(path string) error {
+	for range maxInterpreters {
+		interp, err := checkFile(path)
+		if err != nil || interp == "" {
+			return err
+		}
+		path = interp
+	}
+	return fmt.Errorf("cell: %s: more than %d #! interpreters", path, maxInterpreters)
+}
+
+// checkFile checks one file, and returns the interpreter a script names.
+func checkFile(path string) (string, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return "", fmt.Errorf("cell: %s: %w", path, err)
+	}
+	if st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
+		return "", fmt.Errorf("cell: %s is set-user-ID or set-group-ID: %w", path, ErrNotAuditable)
+	}
+	if _, err := unix.Getxattr(path, "security.capability", nil); err == nil {
+		return "", fmt.Errorf("cell: %s has file capabilities: %w", path, ErrNotAuditable)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("cell: %w", err)
+	}
+	defer f.Close()
+	head, _ := bufio.NewReader(f).ReadString('\n')
+	if interp, ok := strings.CutPrefix(head, "#!"); ok {
+		fields := strings.Fields(interp)
+		if len(fields) == 0 {
+			return "", fmt.Errorf("cell: %s: #! names no interpreter", path)
+		}
+		return fields[0], nil
+	}
+	ef, err := elf.NewFile(f)
+	if err != nil {
+		return "", fmt.Errorf("cell: %s is neither an ELF program nor a #! script: %w", path, err)
+	}
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_INTERP {
+			return "", nil
+		}
+	}
+	return "", fmt.Errorf("cell: %s is statically linked: %w", path, ErrNotAuditable)
+}

@@ -1,0 +1,72 @@
+package cell
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/syscell/syscell/attribute"
+	"github.com/syscell/syscell/policy"
+)
+
+// TestCompartmentOf checks the rule that maps an object to its
+// compartment, which audit/object.c implements too (TestCompartments
+// checks that the two agree on real objects).
+func TestCompartmentOf(t *testing.T) {
+	dir := t.TempDir()
+	lib := filepath.Join(dir, "libfoo.so.1.2")
+	if err := os.WriteFile(lib, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(lib, &st); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := newIdentities(&policy.Policy{Compartments: []policy.Compartment{
+		{Name: "[runtime]"},
+		{Name: "by-path-and-build-id", Path: lib, BuildID: "ABCD"},
+		{Name: "by-path", Path: lib},
+		{Name: "by-build-id", BuildID: "beef"},
+		{Name: "libbar.so.1"},
+		{Name: filepath.Join(dir, "missing.so"), BuildID: "cafe"},
+		{Name: "libfoo.so.1.2"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := func(path, soname, buildID string, dev, ino uint64) *attribute.Object {
+		return &attribute.Object{ID: attribute.ID{Kind: attribute.File, Dev: dev, Ino: ino, BuildID: buildID}, Path: path, Soname: soname}
+	}
+	for _, tc := range []struct {
+		name string
+		obj  *attribute.Object
+		want string
+	}{
+		{"the file at the path, the build-id", file(lib, "", "abcd", st.Dev, st.Ino), "by-path-and-build-id"},
+		{"the file at the path, another build", file("/elsewhere/libfoo.so", "", "0123", st.Dev, st.Ino), "by-path"},
+		{"the build-id anywhere", file("/opt/libx.so", "", "beef", 1, 2), "by-build-id"},
+		{"a missing path's build-id", file("/opt/libx.so", "", "cafe", 1, 2), ""},
+		{"another file at the path's name", file(lib, "", "", st.Dev, st.Ino+1), "libfoo.so.1.2"},
+		{"named like the runtime's compartment", file("/x/[runtime]", "", "", 1, 2), ""},
+		{"soname", file("/lib/libbar.so.1.0.7", "libbar.so.1", "", 1, 2), "libbar.so.1"},
+		{"file name", file("/opt/libbar.so.1", "", "", 1, 2), "libbar.so.1"},
+		{"no match", file("/opt/libbaz.so", "libbaz.so", "", 1, 2), ""},
+		{"runtime", &attribute.Object{ID: attribute.ID{Kind: attribute.File}, Path: "/lib/libbar.so.1", Runtime: true}, ""},
+		{"anonymous memory", attribute.AnonExecObject(), ""},
+	} {
+		got, ok := ids.compartmentOf(tc.obj)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("%s: %q, %v; want %q", tc.name, got, ok, tc.want)
+		}
+	}
+}
+
+func TestIdentityRejectsSeparators(t *testing.T) {
+	for _, name := range []string{"lib;x.so", "lib\nx.so", "lib x.so"} {
+		if _, err := newIdentities(&policy.Policy{Compartments: []policy.Compartment{{Name: name}}}); err == nil {
+			t.Errorf("compartment %q: no error", name)
+		}
+	}
+}

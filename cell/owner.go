@@ -1,0 +1,189 @@
+package cell
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/syscell/syscell/attribute"
+	"github.com/syscell/syscell/bpf"
+	"github.com/syscell/syscell/notify"
+	"github.com/syscell/syscell/unwind"
+)
+
+// Owners that are not objects, as Supervised reports them.
+const (
+	// OwnerRuntime: a call the runtime makes on its own (start-up, thread
+	// exit), with no caller outside it.
+	OwnerRuntime = runtimeCompartment
+	// OwnerUnattributed: a call the supervisor could not attribute.
+	OwnerUnattributed = "[unattributed]"
+)
+
+// owner is who a supervised call belongs to.
+type owner struct {
+	// compartment is the compartment, or "" for none.
+	compartment string
+	// label names the owner for the report: the compartment, OwnerRuntime,
+	// or the path of an object outside every compartment.
+	label string
+	// runtime marks the runtime's own calls.
+	runtime bool
+}
+
+// notifiedRegs are the registers a notification and /proc/TID/syscall
+// give: the number, the arguments, the stack pointer and the instruction
+// pointer. An unwind that needs another one (a frame whose CFA is its
+// frame pointer, saved nowhere below it) needs the thread's registers
+// from ptrace (readRegisters).
+var notifiedRegs = map[unwind.Reg]bool{
+	unwind.RAX: true, unwind.RDI: true, unwind.RSI: true, unwind.RDX: true,
+	unwind.R10: true, unwind.R8: true, unwind.R9: true, unwind.RSP: true, unwind.RA: true,
+}
+
+// known says whether an unwind may use reg, given whether the
+// callee-saved registers were read.
+func known(reg unwind.Reg, full bool) bool {
+	return notifiedRegs[reg] || full && slices.Contains(calleeSaved, reg)
+}
+
+// errUnknownRegister reports an unwind that needs a register the
+// supervisor does not know.
+var errUnknownRegister = errors.New("the unwind needs a register the supervisor does not know")
+
+// entryRegs are the registers of a call stopped at entry.
+func entryRegs(d *bpf.SeccompData, e entry) *unwind.Regs {
+	var r unwind.Regs
+	r[unwind.RAX] = uint64(d.Nr)
+	r[unwind.RDI], r[unwind.RSI], r[unwind.RDX] = d.Args[0], d.Args[1], d.Args[2]
+	r[unwind.R10], r[unwind.R8], r[unwind.R9] = d.Args[3], d.Args[4], d.Args[5]
+	r[unwind.RSP], r[unwind.RA] = e.sp, e.pc
+	return &r
+}
+
+// attribute applies the attribution rule to a call, and maps its owner
+// to a compartment; full says whether regs hold the callee-saved
+// registers. It returns the unwind's inputs for the cache.
+func (s *supervisor) attribute(space *attribute.Space, regs *unwind.Regs, mem unwind.Memory, full bool) (owner, []unwind.Input, error) {
+	res, err := attribute.Attribute(space, regs, mem)
+	if err != nil {
+		return owner{}, nil, err
+	}
+	for _, in := range res.Inputs {
+		if in.Kind == unwind.InputRegister && !known(in.Reg, full) {
+			return owner{}, nil, fmt.Errorf("%w: %s", errUnknownRegister, in.Reg)
+		}
+	}
+	switch {
+	case res.Object == nil:
+		return owner{compartment: runtimeCompartment, label: OwnerRuntime, runtime: true}, res.Inputs, nil
+	case res.Object.Kind == attribute.AnonExec:
+		o, err := s.anonOwner(space, regs, mem, res.Frames)
+		return o, res.Inputs, err
+	}
+	if name, ok := s.ids.compartmentOf(res.Object); ok {
+		return owner{compartment: name, label: name}, res.Inputs, nil
+	}
+	return owner{label: res.Object.Path}, res.Inputs, nil
+}
+
+// anonOwner is the owner of a call whose frame number frames lies in
+// anonymous executable memory: the compartment of its stub window slot
+// (a stub called into the runtime, as a cancellation point does), or the
+// anonymous-memory compartment.
+func (s *supervisor) anonOwner(space *attribute.Space, regs *unwind.Regs, mem unwind.Memory, frames int) (owner, error) {
+	c := unwind.NewCursor(regs, mem, space)
+	for range frames {
+		if err := c.Next(); err != nil {
+			return owner{}, err
+		}
+	}
+	site := c.CallSite()
+	if w := s.win; site >= w.base && site < w.base+w.size() {
+		name := s.ids.names[(site-w.base)>>w.shift]
+		return owner{compartment: name, label: name}, nil
+	}
+	if _, ok := s.spec.Allowed[anonExecCompartment]; ok {
+		return owner{compartment: anonExecCompartment, label: anonExecCompartment}, nil
+	}
+	return owner{label: anonExecCompartment}, nil
+}
+
+// owner finds who the notified call belongs to.
+func (s *supervisor) owner(n *notify.Notification) (owner, error) {
+	t, e, err := s.stopped(n)
+	if err != nil {
+		return owner{}, err
+	}
+	p := t.proc
+	ep, mem, err := readMemory(t.tid, s.epochAt, e.sp, s.stack)
+	if err != nil {
+		return owner{}, err
+	}
+	regs := entryRegs(&n.Data, e)
+	full := s.savedRegs(t.tid, e, regs)
+	if !ep.stable() || ep != p.epoch || p.space == nil {
+		if err := s.readSpace(p, ep); err != nil {
+			return owner{}, err
+		}
+	} else if o, ok := p.chains.lookup(regs, mem); ok {
+		return o, nil
+	}
+	o, inputs, err := s.attribute(p.space, regs, mem, full)
+	if errors.Is(err, attribute.ErrUnmapped) {
+		// Code mapped without the loader (a JIT, or a library mapped
+		// by hand) since the maps were read.
+		if err := s.readSpace(p, ep); err != nil {
+			return owner{}, err
+		}
+		o, inputs, err = s.attribute(p.space, regs, mem, full)
+	}
+	if err != nil && !full {
+		// The unwind may have needed a register the notification does
+		// not carry.
+		return s.withRegisters(t, e, err)
+	}
+	if err != nil {
+		return owner{}, err
+	}
+	if ep.stable() {
+		p.chains.learn(e.pc, inputs, o)
+	}
+	return o, nil
+}
+
+// withRegisters reads the thread's registers for the call it will make
+// again, and returns errRetry; or, where it cannot, the unwind's error.
+func (s *supervisor) withRegisters(t *thread, e entry, unwindErr error) (owner, error) {
+	regs, err := s.tracer.registers(t.tid)
+	if err != nil {
+		return owner{}, errors.Join(unwindErr, err)
+	}
+	s.saved[t.tid] = &saved{sp: e.sp, pc: e.pc, regs: regs}
+	return owner{}, errRetry
+}
+
+// savedRegs adds to regs the registers read for the thread's call, if it
+// is the call they were read for, and says whether it did.
+func (s *supervisor) savedRegs(tid int, e entry, regs *unwind.Regs) bool {
+	sv := s.saved[tid]
+	if sv == nil {
+		return false
+	}
+	delete(s.saved, tid)
+	if sv.sp != e.sp || sv.pc != e.pc {
+		return false
+	}
+	sv.fill(regs)
+	return true
+}
+
+// readSpace reads the process's executable mappings afresh.
+func (s *supervisor) readSpace(p *process, ep epoch) error {
+	space, err := attribute.ReadSpace(p.tgid, s.objs)
+	if err != nil {
+		return fmt.Errorf("cell: mappings of process %d: %w", p.tgid, err)
+	}
+	p.space, p.epoch, p.chains = space, ep, newChains()
+	return nil
+}

@@ -1,0 +1,109 @@
+package cell
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/syscell/syscell/unwind"
+)
+
+// errRetry reports a call the supervisor let the kernel make again, to be
+// notified anew: it stopped the thread to read its registers, which
+// withdrew the notification.
+var errRetry = errors.New("the call is made again")
+
+// saved are the callee-saved registers of a thread, for the call it makes
+// again after being stopped at sp and pc.
+type saved struct {
+	sp, pc uint64
+	regs   unix.PtraceRegs
+}
+
+// tracer makes the ptrace calls, all from one thread, as ptrace demands
+// of a tracer; the supervisor's own goroutine stays free to move between
+// threads, which a locked one pays for at every wait.
+type tracer struct {
+	reqs chan traceRequest
+}
+
+type traceRequest struct {
+	tid   int
+	reply chan<- traceReply
+}
+
+type traceReply struct {
+	regs unix.PtraceRegs
+	err  error
+}
+
+func newTracer() *tracer {
+	t := &tracer{reqs: make(chan traceRequest)}
+	go t.serve()
+	return t
+}
+
+// serve runs requests until stop. Its thread, locked, ends with it.
+func (t *tracer) serve() {
+	runtime.LockOSThread()
+	for r := range t.reqs {
+		regs, err := readRegisters(r.tid)
+		r.reply <- traceReply{regs, err}
+	}
+}
+
+func (t *tracer) stop() { close(t.reqs) }
+
+// registers reads the registers of thread tid (readRegisters).
+func (t *tracer) registers(tid int) (unix.PtraceRegs, error) {
+	reply := make(chan traceReply)
+	t.reqs <- traceRequest{tid, reply}
+	r := <-reply
+	return r.regs, r.err
+}
+
+// readRegisters stops thread tid, which waits in a notified call, with
+// ptrace, and reads its registers. Stopping it interrupts the wait: the
+// kernel withdraws the notification and, once the thread is let go, makes
+// the call again (its result was -ERESTARTSYS and no handler ran), so the
+// supervisor gets it anew with these registers still in place.
+func readRegisters(tid int) (unix.PtraceRegs, error) {
+	var regs unix.PtraceRegs
+	if err := unix.PtraceSeize(tid); err != nil {
+		return regs, fmt.Errorf("cell: ptrace thread %d: %w", tid, err)
+	}
+	defer unix.PtraceDetach(tid)
+	if err := unix.PtraceInterrupt(tid); err != nil {
+		return regs, fmt.Errorf("cell: interrupt thread %d: %w", tid, err)
+	}
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(tid, &ws, unix.WALL, nil); err != nil {
+		return regs, fmt.Errorf("cell: wait for thread %d: %w", tid, err)
+	}
+	if !ws.Stopped() {
+		return regs, fmt.Errorf("cell: thread %d did not stop: status %#x", tid, uint32(ws))
+	}
+	if err := unix.PtraceGetRegs(tid, &regs); err != nil {
+		return regs, fmt.Errorf("cell: registers of thread %d: %w", tid, err)
+	}
+	return regs, nil
+}
+
+// calleeSaved are the registers readRegisters adds to a notification's:
+// the ones the ABI preserves across calls, which CFI may find a frame's
+// CFA or return address in. rcx and r11 stay unknown: the syscall
+// instruction overwrites them.
+var calleeSaved = []unwind.Reg{unwind.RBX, unwind.RBP, unwind.R12, unwind.R13, unwind.R14, unwind.R15}
+
+// fill adds the callee-saved registers to regs.
+func (s *saved) fill(regs *unwind.Regs) {
+	r := &s.regs
+	for reg, v := range map[unwind.Reg]uint64{
+		unwind.RBX: r.Rbx, unwind.RBP: r.Rbp, unwind.R12: r.R12,
+		unwind.R13: r.R13, unwind.R14: r.R14, unwind.R15: r.R15,
+	} {
+		regs[reg] = v
+	}
+}

@@ -1,0 +1,293 @@
+package cell
+
+import (
+	"context"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/syscell/syscell/attribute"
+	"github.com/syscell/syscell/bpf"
+	"github.com/syscell/syscell/compartment"
+	"github.com/syscell/syscell/compile"
+	"github.com/syscell/syscell/enforce"
+	"github.com/syscell/syscell/notify"
+	"github.com/syscell/syscell/policy"
+	"github.com/syscell/syscell/syscalls"
+)
+
+// How long the start may take: the loader greets at once; loading every
+// object of a large program takes longer.
+const (
+	helloTimeout = 10 * time.Second
+	startTimeout = 60 * time.Second
+)
+
+// Options tune Run.
+type Options struct {
+	// Library is the audit library, LibraryPath(os.Executable()) when
+	// empty.
+	Library string
+	// SysProcAttr is given to the program: a Credential runs it
+	// unprivileged.
+	SysProcAttr *syscall.SysProcAttr
+	// Signals are forwarded to the program while it runs.
+	Signals <-chan os.Signal
+}
+
+// Result is how the program ended and what the supervisor saw.
+type Result struct {
+	// ExitCode is the program's exit status, or -1 when a signal ended it.
+	ExitCode int
+	// Signal is the signal that ended the program, if one did.
+	Signal syscall.Signal
+	// Start is what the audit library reported at start.
+	Start *Start
+	// Supervised counts the calls the supervisor decided.
+	Supervised []Supervised
+}
+
+// Run runs cmd with the per-library filter of p: each compartment of p
+// may make its own system calls, and the rules of p bound them all. It
+// returns how the program ended; the returned error is about Run. When
+// Run fails before the filter is installed, the program has run none of
+// its own code. Cancelling ctx kills the program.
+func Run(ctx context.Context, p *policy.Policy, cmd enforce.Command, opt Options) (*Result, error) {
+	if len(p.Compartments) == 0 {
+		return nil, errors.New("cell: the policy has no compartments")
+	}
+	if len(cmd.Args) == 0 {
+		return nil, errors.New("cell: no arguments, not even the command's name")
+	}
+	lib, err := library(opt.Library)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkExecutable(cmd.Path); err != nil {
+		return nil, err
+	}
+	ids, err := newIdentities(p)
+	if err != nil {
+		return nil, err
+	}
+	stubs, err := callerDependent(p, ids)
+	if err != nil {
+		return nil, err
+	}
+	cfg := config{ids: ids, runtime: runtimeNames(), stubs: stubs}
+	prog, ch, err := startProgram(cmd, opt, lib, cfg.inheritRoom())
+	if err != nil {
+		return nil, err
+	}
+	sup, start, err := handshake(ch, p, cfg)
+	ch.conn.Close()
+	if err != nil {
+		prog.Process.Kill()
+		prog.Wait()
+		return nil, err
+	}
+	go sup.serve()
+	state, err := wait(ctx, prog, opt.Signals)
+	sup.stop()
+	res := &Result{ExitCode: state.ExitCode(), Start: start, Supervised: sup.stats.list()}
+	if state != nil {
+		if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.Signal = ws.Signal()
+		}
+	}
+	return res, errors.Join(err, sup.err)
+}
+
+// library finds the audit library, and checks that it is one: the
+// loader ignores an LD_AUDIT object it cannot use, and runs the program
+// without it.
+func library(path string) (string, error) {
+	if path == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return "", fmt.Errorf("cell: find the audit library: %w", err)
+		}
+		path = LibraryPath(exe)
+	}
+	f, err := elf.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("cell: the audit library: %w (make build puts it next to syscell)", err)
+	}
+	defer f.Close()
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		return "", fmt.Errorf("cell: the audit library %s: %w", path, err)
+	}
+	for _, want := range []string{"la_version", "la_objopen", "la_activity", "la_symbind64"} {
+		if !slices.ContainsFunc(syms, func(s elf.Symbol) bool { return s.Name == want && s.Section != elf.SHN_UNDEF }) {
+			return "", fmt.Errorf("cell: %s is no audit library: it does not define %s", path, want)
+		}
+	}
+	return path, nil
+}
+
+// callerDependent lists the system calls whose verdict depends on the
+// caller: the calls some compartments may make and others may not.
+func callerDependent(p *policy.Policy, ids *identities) ([]uint32, error) {
+	spec, err := compartment.NewSpec(p, compartment.Layout{Window: windowLow, SlotShift: minSlotShift, Slots: ids.names})
+	if err != nil {
+		return nil, fmt.Errorf("cell: %w", err)
+	}
+	var out []uint32
+	for _, nr := range spec.Union.Numbers() {
+		if nr < syscalls.X32Bit && spec.Coverage(nr) == compartment.Some {
+			out = append(out, nr)
+		}
+	}
+	return out, nil
+}
+
+// startProgram starts the program with the audit library, and the
+// socket to it.
+func startProgram(cmd enforce.Command, opt Options, lib string, inherit int) (*exec.Cmd, *channel, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cell: socket to the audit library: %w", err)
+	}
+	ours, peer := os.NewFile(uintptr(fds[0]), "syscell-cell"), os.NewFile(uintptr(fds[1]), "syscell-cell-audit")
+	defer peer.Close()
+	conn, err := net.FileConn(ours)
+	ours.Close()
+	if err != nil {
+		return nil, nil, fmt.Errorf("cell: socket to the audit library: %w", err)
+	}
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	c := exec.Command(cmd.Path)
+	c.Args, c.Env = cmd.Args, programEnv(env, lib, inherit)
+	c.Stdin, c.Stdout, c.Stderr = cmd.Stdin, cmd.Stdout, cmd.Stderr
+	c.ExtraFiles = []*os.File{peer}
+	c.SysProcAttr = opt.SysProcAttr
+	if err := c.Start(); err != nil {
+		conn.Close()
+		return nil, nil, fmt.Errorf("cell: start %s: %w", cmd.Path, err)
+	}
+	return c, newChannel(conn.(*net.UnixConn)), nil
+}
+
+// handshake tells the audit library where its window goes, compiles the
+// filter for the layout it reports, sends it, and takes the listener. On
+// a failure the program is still at its start, or has exited.
+func handshake(ch *channel, p *policy.Policy, cfg config) (*supervisor, *Start, error) {
+	ch.conn.SetDeadline(time.Now().Add(helloTimeout))
+	block, err := ch.hello()
+	if err != nil {
+		return nil, nil, startError(err)
+	}
+	ch.conn.SetDeadline(time.Now().Add(startTimeout))
+	ids := cfg.ids
+	win, err := chooseWindow(rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())), len(ids.names), block)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.window = win
+	if err := ch.sendConfig(cfg); err != nil {
+		return nil, nil, startError(err)
+	}
+	start, err := ch.start(win, ids)
+	if err != nil {
+		return nil, nil, startError(err)
+	}
+	spec, err := compartment.NewSpec(p, start.Layout)
+	var prog []bpf.Instruction
+	if err == nil {
+		prog, err = compile.Compartments(spec)
+	}
+	if err != nil {
+		err = fmt.Errorf("cell: compile the filter: %w", err)
+		return nil, nil, errors.Join(err, ch.sendFail(err))
+	}
+	if err := ch.sendProgram(prog); err != nil {
+		return nil, nil, startError(err)
+	}
+	helper, fd, err := ch.handoff()
+	if helper > 0 {
+		// The helper exits once it has sent the listener, or failed to.
+		go unix.Wait4(helper, nil, 0, nil)
+	}
+	if err != nil {
+		return nil, nil, startError(err)
+	}
+	l, err := notify.NewListener(fd)
+	if err != nil {
+		return nil, nil, err
+	}
+	return newSupervisor(l, spec, ids, win, start.Epoch), start, nil
+}
+
+// startError explains a failed start: where the audit library closed the
+// socket, it said why on the program's standard error.
+func startError(err error) error {
+	if errors.Is(err, errClosed) {
+		return fmt.Errorf("cell: the program did not start under its filter: %w (the reason is on its standard error)", err)
+	}
+	return fmt.Errorf("cell: the program did not start under its filter: %w", err)
+}
+
+// runtimeNames are the sonames of the system runtime, sorted.
+func runtimeNames() []string {
+	var names []string
+	for name := range attribute.DefaultRuntime() {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// wait waits for the program to exit, forwarding signals to it, and kills
+// it when ctx is done. It learns of the exit from a pidfd before it
+// reaps: the supervisor stops threads with ptrace (readRegisters), and
+// a wait for the program's process would take a stop of its main thread
+// for its end.
+func wait(ctx context.Context, c *exec.Cmd, signals <-chan os.Signal) (*os.ProcessState, error) {
+	pidfd, err := unix.PidfdOpen(c.Process.Pid, 0)
+	if err != nil {
+		c.Process.Kill()
+		c.Wait()
+		return c.ProcessState, fmt.Errorf("cell: pidfd of the program: %w", err)
+	}
+	defer unix.Close(pidfd)
+	exited := make(chan struct{})
+	go func() {
+		fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+		for {
+			if _, err := unix.Poll(fds, -1); !errors.Is(err, unix.EINTR) {
+				break
+			}
+		}
+		close(exited)
+	}()
+	done := ctx.Done()
+	for {
+		select {
+		case <-exited:
+			err := c.Wait()
+			var exitErr *exec.ExitError
+			if err != nil && !errors.As(err, &exitErr) {
+				return c.ProcessState, fmt.Errorf("cell: wait for the program: %w", err)
+			}
+			return c.ProcessState, context.Cause(ctx)
+		case sig := <-signals:
+			c.Process.Signal(sig)
+		case <-done:
+			c.Process.Kill()
+			done = nil
+		}
+	}
+}

@@ -1,0 +1,220 @@
+package cell_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/syscell/syscell/cell"
+	"github.com/syscell/syscell/enforce"
+	"github.com/syscell/syscell/policy"
+)
+
+// loadPolicy reads a policy of testdata.
+func loadPolicy(t testing.TB, name string) *policy.Policy {
+	t.Helper()
+	p, _, err := policy.Load(filepath.Join("testdata", name), policy.OCIOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// run runs prog in mode with the fixtures' policy and the scratch
+// directory, and returns what prog printed (by WHAT) and the result.
+func run(t *testing.T, scratch, mode string, extra ...string) (map[string]string, *cell.Result) {
+	t.Helper()
+	dir := fixtures(t)
+	if err := os.WriteFile(filepath.Join(scratch, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	args := append([]string{progName, mode, scratch}, extra...)
+	cmd := enforce.Command{Path: filepath.Join(dir, progName), Args: args, Stdout: &out, Stderr: &errOut,
+		Env: append(os.Environ(), "PROG_CTOR_DIR="+filepath.Join(scratch, "ctor"))}
+	// A hung program fails the test rather than the whole run.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := cell.Run(ctx, loadPolicy(t, "prog.toml"), cmd, cell.Options{Library: filepath.Join(dir, auditLib)})
+	if err != nil && res != nil {
+		t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s\nsupervised: %+v", mode, err, out.String(), errOut.String(), res.Supervised)
+	}
+	if err != nil {
+		t.Fatalf("%s: %v\nstderr:\n%s", mode, err, errOut.String())
+	}
+	if res.ExitCode != 0 {
+		t.Fatalf("%s: exit %d, signal %v\nstdout:\n%s\nstderr:\n%s\nsupervised: %+v", mode, res.ExitCode, res.Signal, out.String(), errOut.String(), res.Supervised)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		what, rest, _ := strings.Cut(line, " ")
+		got[what] = rest
+	}
+	t.Logf("%s: %v; supervised %+v", mode, got, res.Supervised)
+	return got, res
+}
+
+// pid stands for any positive result: a process id.
+const pid = "PID"
+
+// TestCompartments runs prog in each mode and checks each call's result:
+// getpid is allowed from libgetpid.so and libplug.so only, mkdir from
+// prog only, and a denied mkdir fails with EPERM and creates nothing.
+func TestCompartments(t *testing.T) {
+	for _, tc := range []struct {
+		mode string
+		want map[string]string
+		made []string // directories the mode creates
+		// extra are prog's arguments after the scratch directory.
+		extra func(fixtures, scratch string) []string
+		// supervised are calls the supervisor must have decided, as
+		// "OWNER SYSCALL ALLOWED".
+		supervised []string
+	}{
+		{mode: "lib", want: map[string]string{"lib-getpid": pid, "lib-mkdir": "-1 EPERM"}},
+		{mode: "main", want: map[string]string{
+			"main-getpid": "-1 EPERM", "main-syscall-getpid": "-1 EPERM", "main-inline-getpid": "-1 EPERM"}},
+		{mode: "stdio", want: map[string]string{"lib-fopen": "-1 EPERM", "main-fopen": "0 -"},
+			supervised: []string{"libmk.so openat false", "prog openat true"}},
+		{mode: "ctor", want: map[string]string{"ctor-mkdir": "-1 EPERM"}},
+		{mode: "thread", want: map[string]string{"thread-getpid": pid, "thread-mkdir": "-1 EPERM"}},
+		{mode: "fork", want: map[string]string{
+			"child-getpid": pid, "child-mkdir": "-1 EPERM", "grandchild-getpid": pid, "grandchild-mkdir": "-1 EPERM"}},
+		{mode: "dlopen", extra: func(dir, _ string) []string { return []string{filepath.Join(dir, libplug)} },
+			want:       map[string]string{"plug-getpid": pid, "plug-inline-getpid": pid, "plug-mkdir": "-1 EPERM"},
+			supervised: []string{"libplug.so getpid true", "prog openat true"}},
+		{mode: "errno", want: map[string]string{"errno-denied": "-1 EPERM", "errno-allowed": "0"}},
+		{mode: "mkdir", want: map[string]string{"main-mkdir": "0 -"}, made: []string{"main"}},
+		// The vDSO's fallback makes the call from the vDSO's code.
+		{mode: "vdso", want: map[string]string{"lib-cputime": "0 -", "main-cputime": "-1 EPERM"},
+			supervised: []string{"libgetpid.so clock_gettime true", "prog clock_gettime false"}},
+		// prog executes itself: the new image runs under the filter of
+		// the first, with the stubs of its slots.
+		{mode: "exec", extra: execProg("lib"), want: map[string]string{"lib-getpid": pid, "lib-mkdir": "-1 EPERM"}},
+		{mode: "exec", extra: execProg("main"), want: map[string]string{
+			"main-getpid": "-1 EPERM", "main-syscall-getpid": "-1 EPERM", "main-inline-getpid": "-1 EPERM"},
+			supervised: []string{"prog getpid false"}},
+		{mode: "exec", extra: execProg("stdio"), want: map[string]string{"lib-fopen": "-1 EPERM", "main-fopen": "0 -"},
+			supervised: []string{"libmk.so openat false", "prog openat true"}},
+		// pthread_cancel's getpid comes from libc, called by libgetpid.so;
+		// so does the cancelled thread's, from the signal handler that
+		// interrupted libgetpid.so's stub.
+		{mode: "cancel", want: map[string]string{"cancel-pending": "canceled 1", "cancel-blocked": "canceled 2"},
+			supervised: []string{"libgetpid.so getpid true"}},
+	} {
+		name := tc.mode
+		if tc.extra != nil && tc.mode == "exec" {
+			name += "-" + tc.extra("", "")[1]
+		}
+		t.Run(name, func(t *testing.T) {
+			var extra []string
+			scratch := t.TempDir()
+			if tc.extra != nil {
+				extra = tc.extra(fixtures(t), scratch)
+			}
+			got, res := run(t, scratch, tc.mode, extra...)
+			seen := map[string]bool{}
+			for _, c := range res.Supervised {
+				seen[fmt.Sprintf("%s %s %t", c.Owner, c.Syscall, c.Allowed)] = true
+				if c.Owner == cell.OwnerUnattributed {
+					t.Errorf("unattributed: %+v", c)
+				}
+			}
+			for _, want := range tc.supervised {
+				if !seen[want] {
+					t.Errorf("supervised %+v, want %q among them", res.Supervised, want)
+				}
+			}
+			for what, want := range tc.want {
+				if g := got[what]; g != want && !(want == pid && isPid(g)) {
+					t.Errorf("%s: %q, want %q", what, g, want)
+				}
+			}
+			entries, err := os.ReadDir(scratch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var made []string
+			for _, e := range entries {
+				if e.IsDir() {
+					made = append(made, e.Name())
+				}
+			}
+			if !slices.Equal(made, tc.made) {
+				t.Errorf("directories made: %v, want %v", made, tc.made)
+			}
+		})
+	}
+}
+
+// execProg are the arguments that have prog execute itself in mode.
+func execProg(mode string) func(fixtures, scratch string) []string {
+	return func(dir, scratch string) []string {
+		return []string{filepath.Join(dir, progName), mode, scratch}
+	}
+}
+
+// isPid says whether a result line holds a positive number.
+func isPid(s string) bool {
+	n, rest, _ := strings.Cut(s, " ")
+	v, err := strconv.Atoi(n)
+	return err == nil && v > 0 && rest == "-"
+}
+
+// TestIdentityAgrees checks that the audit library and the supervisor put
+// the same objects in the same compartments: what the library reported at
+// start against the rule applied to the same files.
+func TestIdentityAgrees(t *testing.T) {
+	_, res := run(t, t.TempDir(), "lib")
+	p := loadPolicy(t, policyName)
+	want := map[string]string{progName: "prog", "libgetpid.so": "libgetpid.so", "libmk.so": "libmk.so", "libc.so.6": ""}
+	for _, o := range res.Start.Objects {
+		if o.Ino == 0 {
+			continue // the vDSO
+		}
+		got, err := cell.CompartmentOf(p, o.Dev, o.Ino, o.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != o.Compartment {
+			t.Errorf("%s: the supervisor says %q, the audit library %q", o.Path, got, o.Compartment)
+		}
+		if w, ok := want[filepath.Base(o.Path)]; ok && w != o.Compartment {
+			t.Errorf("%s: compartment %q, want %q", o.Path, o.Compartment, w)
+		}
+		delete(want, filepath.Base(o.Path))
+	}
+	if len(want) > 0 {
+		t.Errorf("objects not reported: %v", want)
+	}
+}
+
+// TestRunRefuses checks what Run refuses before it starts anything.
+func TestRunRefuses(t *testing.T) {
+	dir := fixtures(t)
+	prog := filepath.Join(dir, progName)
+	p := loadPolicy(t, policyName)
+	for _, tc := range []struct {
+		name    string
+		library string
+		policy  *policy.Policy
+		want    string
+	}{
+		{"no library", filepath.Join(dir, "nosuch.so"), p, "make build puts it next to syscell"},
+		{"not an audit library", filepath.Join(dir, "libgetpid.so"), p, "does not define la_version"},
+		{"no compartments", filepath.Join(dir, auditLib), &policy.Policy{Default: policy.ActEPERM}, "no compartments"},
+	} {
+		cmd := enforce.Command{Path: prog, Args: []string{prog, "mkdir", t.TempDir()}}
+		_, err := cell.Run(context.Background(), tc.policy, cmd, cell.Options{Library: tc.library})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error with %q", tc.name, err, tc.want)
+		}
+	}
+}

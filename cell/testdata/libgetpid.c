@@ -1,0 +1,49 @@
+// libgetpid.so: its compartment may call getpid and pause.
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
+long lib_getpid(void)
+{
+	return getpid();
+}
+
+// lib_getpid_indirect calls getpid through a pointer taken with &getpid:
+// the loader does not audit such bindings, so the call comes from libc's
+// own code, and the supervisor decides it.
+long lib_getpid_indirect(void)
+{
+	static pid_t (*volatile get)(void) = getpid;
+	long pid = get();
+	__asm__ volatile("" ::: "memory");
+	return pid;
+}
+
+// lib_pause waits in pause, a cancellation point, until a signal comes.
+long lib_pause(void)
+{
+	return pause();
+}
+
+// lib_cancel cancels a thread: pthread_cancel's getpid and tgkill, made
+// by libc's code, belong to this library. The barrier after the call
+// keeps the compiler from making it a tail call, which would leave no
+// frame of this library on the stack, and the calls to lib_cancel's
+// caller.
+int lib_cancel(pthread_t t)
+{
+	int err = pthread_cancel(t);
+	__asm__ volatile("" ::: "memory");
+	return err;
+}
+
+// lib_cputime reads the process's CPU time, which the vDSO cannot tell:
+// its clock_gettime falls back to the system call, made from the vDSO's
+// code.
+int lib_cputime(void)
+{
+	struct timespec ts;
+	int err = clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	__asm__ volatile("" ::: "memory");
+	return err;
+}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/syscell/syscell/cell"
+	"github.com/syscell/syscell/enforce"
+	"github.com/syscell/syscell/policy"
+)
+
+// runCompartments runs CMD with the per-library filter of a policy with
+// compartments (package cell): each library's own calls are decided by
+// its compartment, and the rules bound them all.
+func (c *runCmd) runCompartments(cmd *cobra.Command, args []string, path string, p *policy.Policy, mode enforce.Mode) error {
+	if mode != enforce.Enforce || c.action != "" || c.heapGuard {
+		return inputErrorf("the policy has compartments, which run enforces as written: --mode, --action and --heap-guard apply to policies without compartments")
+	}
+	report, err := c.createReport()
+	if err != nil {
+		return err
+	}
+	command := enforce.Command{Path: path, Args: args, Stdin: cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
+	res, err := runCell(p, command)
+	if res == nil {
+		if report != nil {
+			report.Close()
+			os.Remove(report.Name())
+		}
+		if errors.Is(err, cell.ErrNotAuditable) {
+			return badInput{err}
+		}
+		return err
+	}
+	tellCell(cmd.ErrOrStderr(), args[0], res, c.stats)
+	if report != nil {
+		err = errors.Join(err, writeCellReport(report, c.policy, args, res))
+	}
+	if err != nil {
+		return err
+	}
+	return exitStatusOf(&enforce.Result{ExitCode: res.ExitCode, Signal: res.Signal})
+}
+
+// runCell runs command, passing on the signals meant for it, as
+// runSupervised does.
+func runCell(p *policy.Policy, command enforce.Command) (*cell.Result, error) {
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, unix.SIGTERM, unix.SIGHUP, unix.SIGUSR1, unix.SIGUSR2)
+	defer signal.Stop(signals)
+	interrupts := make(chan os.Signal, 1)
+	signal.Notify(interrupts, unix.SIGINT, unix.SIGQUIT)
+	defer signal.Stop(interrupts)
+	return cell.Run(context.Background(), p, command, cell.Options{Signals: signals})
+}
+
+// tellCell says on stderr how CMD ended when it did not just exit, what
+// weakens the filter, and, with stats, which calls the supervisor decided.
+func tellCell(w io.Writer, name string, res *cell.Result, stats bool) {
+	switch {
+	case res.Signal == unix.SIGSYS:
+		fmt.Fprintf(w, "syscell: %s killed by SIGSYS, the signal of seccomp's kill-process and trap actions\n", name)
+	case res.Signal != 0:
+		fmt.Fprintf(w, "syscell: %s killed by %s\n", name, unix.SignalName(res.Signal))
+	}
+	if res.Start.Unsealed != 0 {
+		fmt.Fprintf(w, "syscell: the stub window is not sealed (mseal: %v): code the policy lets call mprotect could rewrite it\n", res.Start.Unsealed)
+	}
+	unattributed := 0
+	for _, s := range res.Supervised {
+		if s.Owner == cell.OwnerUnattributed {
+			unattributed += s.Count
+		}
+	}
+	if unattributed > 0 && !stats {
+		fmt.Fprintf(w, "syscell: %d calls could not be attributed to a compartment and were denied (--stats lists them)\n", unattributed)
+	}
+	if !stats {
+		return
+	}
+	if len(res.Supervised) == 0 {
+		fmt.Fprintf(w, "syscell: no call was supervised\n")
+		return
+	}
+	fmt.Fprintf(w, "syscell: supervised calls:\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  OWNER\tSYSCALL\tCALLS\tVERDICT\n")
+	for _, s := range res.Supervised {
+		verdict := "denied"
+		if s.Allowed {
+			verdict = "allowed"
+		}
+		if s.Why != "" {
+			verdict += ": " + s.Why
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\n", s.Owner, s.Syscall, s.Count, verdict)
+	}
+	tw.Flush()
+}
+
+// cellReport is the JSON of --report for a policy with compartments.
+type cellReport struct {
+	Policy   string   `json:"policy"`
+	Command  []string `json:"command"`
+	ExitCode int      `json:"exit_code"`
+	// Signal names the signal that killed CMD, if one did.
+	Signal     string            `json:"signal,omitempty"`
+	Supervised []cell.Supervised `json:"supervised"`
+	// Unsealed is why the stub window could not be sealed, if it could
+	// not.
+	Unsealed string `json:"unsealed,omitempty"`
+}
+
+func writeCellReport(f *os.File, policy string, command []string, res *cell.Result) error {
+	r := cellReport{Policy: policy, Command: command, ExitCode: res.ExitCode, Supervised: res.Supervised}
+	if res.Signal != 0 {
+		r.Signal = unix.SignalName(res.Signal)
+	}
+	if res.Start.Unsealed != 0 {
+		r.Unsealed = res.Start.Unsealed.Error()
+	}
+	if r.Supervised == nil {
+		r.Supervised = []cell.Supervised{}
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err == nil {
+		_, err = f.Write(append(b, '\n'))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write report %s: %w", f.Name(), err)
+	}
+	return nil
+}
