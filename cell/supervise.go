@@ -3,7 +3,6 @@ package cell
 import (
 	"errors"
 	"fmt"
-	"os"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -61,20 +60,7 @@ func newSupervisor(l *notify.Listener, spec *compartment.Spec, ids *identities, 
 // calls it can no longer answer fail with ENOSYS rather than wait.
 func (s *supervisor) serve() {
 	defer close(s.done)
-	for {
-		n, err := s.l.Receive()
-		if errors.Is(err, notify.ErrNoTasks) || errors.Is(err, os.ErrClosed) {
-			return
-		}
-		if err == nil {
-			err = s.answer(n)
-		}
-		if err != nil {
-			s.err = err
-			s.l.Close()
-			return
-		}
-	}
+	s.err = s.l.Serve(s.answer)
 }
 
 // stop closes the listener, waits for serve to return and releases what

@@ -61,20 +61,7 @@ func newSupervisor(l *notify.Listener, decide *policy.Resolved, mode Mode, shimP
 // calls it can no longer answer fail with ENOSYS rather than wait forever.
 func (s *supervisor) serve() {
 	defer close(s.done)
-	for {
-		n, err := s.l.Receive()
-		if errors.Is(err, notify.ErrNoTasks) || errors.Is(err, os.ErrClosed) {
-			return
-		}
-		if err == nil {
-			err = s.answer(n)
-		}
-		if err != nil {
-			s.err = err
-			s.l.Close()
-			return
-		}
-	}
+	s.err = s.l.Serve(s.answer)
 }
 
 // stop closes the listener and waits for serve to return.

@@ -125,6 +125,26 @@ func (l *Listener) tryReceive(fd int, buf []byte) (*Notification, error) {
 	return decodeNotification(buf), nil
 }
 
+// Serve passes every notification to answer until no task uses the filter
+// or the listener is closed, and then returns nil. When Receive or answer
+// fails, Serve closes the listener, so that the calls nobody can answer any
+// more fail with ENOSYS instead of waiting forever, and returns the error.
+func (l *Listener) Serve(answer func(*Notification) error) error {
+	for {
+		n, err := l.Receive()
+		if errors.Is(err, ErrNoTasks) || errors.Is(err, os.ErrClosed) {
+			return nil
+		}
+		if err == nil {
+			err = answer(n)
+		}
+		if err != nil {
+			l.Close()
+			return err
+		}
+	}
+}
+
 // Respond answers a notification. It returns an error wrapping
 // ErrNotPending when the notification is no longer waiting.
 func (l *Listener) Respond(r Response) error {
