@@ -11,37 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/syscell/syscell/internal/unprivtest"
+
 	"github.com/syscell/syscell/cell"
 	"github.com/syscell/syscell/enforce"
 )
-
-// copyTestBinary copies the test binary where every user can run it: the
-// go tool builds it in a directory only its owner may enter.
-func copyTestBinary(t *testing.T) string {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Not t.TempDir, whose parent only the owner may enter.
-	dir, err := os.MkdirTemp("", "cell-launcher-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "cell.test")
-	if err := os.WriteFile(path, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // scratchForAll is a scratch directory every user may write, holding an
 // empty "file".
@@ -76,7 +50,7 @@ func TestUnprivileged(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED: switching to nobody needs root; run unprivileged, every other test of this package is this test")
 	}
-	exe := copyTestBinary(t)
+	exe := unprivtest.CopyTestBinary(t, "cell.test")
 	for _, tc := range []struct {
 		args []string
 		want []string

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/syscell/syscell/internal/unprivtest"
+
 	"github.com/syscell/syscell/cell"
 	"github.com/syscell/syscell/enforce"
 	"github.com/syscell/syscell/filter"
@@ -52,11 +54,8 @@ var builds = sync.OnceValues(func() (string, error) {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		return "", fmt.Errorf("%w (scripts/install-deps.sh installs it)", err)
 	}
-	dir, err := os.MkdirTemp("", "cell-fixtures-")
+	dir, err := unprivtest.PublicDir("cell-fixtures-")
 	if err != nil {
-		return "", err
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
 		return dir, err
 	}
 	if diag, err := cell.BuildLibrary("../audit", filepath.Join(dir, auditLib), "gcc"); err != nil || diag != "" {

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/syscell/syscell/internal/unprivtest"
+
 	"github.com/syscell/syscell/enforce"
 	"github.com/syscell/syscell/filter"
 	"github.com/syscell/syscell/policies"
@@ -55,11 +57,8 @@ var builds = sync.OnceValues(func() (string, error) {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		return "", fmt.Errorf("%w (scripts/install-deps.sh installs it)", err)
 	}
-	dir, err := os.MkdirTemp("", "enforce-fixtures-")
+	dir, err := unprivtest.PublicDir("enforce-fixtures-")
 	if err != nil {
-		return "", err
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
 		return dir, err
 	}
 	for name, flags := range map[string][]string{"calls": nil, "calls-static": {"-static"}} {
@@ -166,32 +165,4 @@ func nobody(t *testing.T) *syscall.SysProcAttr {
 		t.Skip("SKIPPED: switching to nobody needs root; run unprivileged, every other test of this package is this test")
 	}
 	return &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-}
-
-// shimForNobody copies the test binary where nobody can run it: the go
-// tool builds it in a directory only its owner may enter.
-func shimForNobody(t *testing.T) string {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Not t.TempDir, whose parent only the owner may enter.
-	dir, err := os.MkdirTemp("", "enforce-shim-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "enforce.test")
-	if err := os.WriteFile(path, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }

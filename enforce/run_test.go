@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/syscell/syscell/internal/unprivtest"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/syscell/syscell/bpf"
@@ -216,7 +218,7 @@ func TestSignalsAndCancel(t *testing.T) {
 // only with no_new_privs.
 func TestUnprivileged(t *testing.T) {
 	calls := fixture(t, "calls")
-	opt := enforce.Options{Shim: shimForNobody(t), SysProcAttr: nobody(t)}
+	opt := enforce.Options{Shim: unprivtest.CopyTestBinary(t, "enforce.test"), SysProcAttr: nobody(t)}
 	res, _ := launch(t, load(t, "runtime-default", ""), opt, "/bin/true")
 	if res.ExitCode != 0 {
 		t.Errorf("/bin/true under runtime-default: exit %d, signal %v", res.ExitCode, res.Signal)
