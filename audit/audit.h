@@ -102,8 +102,13 @@ long stub_offset(const char *name);
 /* window.c */
 void window_reserve(void);
 uintptr_t window_slot(unsigned slot);
-void window_finish(struct link_map *global);
+/* The program's executable, once the loader has opened it. */
+void window_program(struct link_map *executable);
+void window_finish(void);
 int window_seal_errno(void);
+/* Seals r as the window was: where mseal works, the runtime's code can no
+   more be remapped than the stubs. */
+void window_seal_like(struct range r);
 uintptr_t window_epoch(void);
 /* The loader starts (done false) or ends (done true) changing the objects. */
 void window_epoch_change(bool done);

@@ -30,7 +30,8 @@ void layout_add(struct object *o)
 	objects[nobjects++] = o;
 }
 
-/* runtime_range reports r once: the loader is in every namespace. */
+/* runtime_range reports and seals r once: the loader is in every
+   namespace. */
 static void runtime_range(struct range r)
 {
 	for (unsigned i = 0; i < nruntime; i++)
@@ -39,6 +40,7 @@ static void runtime_range(struct range r)
 	if (nruntime == MAX_RUNTIME)
 		die("more than %d runtime ranges", MAX_RUNTIME);
 	runtime[nruntime++] = r;
+	window_seal_like(r);
 	channel_printf("runtime %lx %lx\n", (unsigned long)r.start, (unsigned long)r.end);
 }
 

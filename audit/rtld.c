@@ -8,7 +8,7 @@
 #include "audit.h"
 
 static bool installed, inherited;
-static struct link_map *executable;
+static bool seen_executable;
 
 EXPORT unsigned la_version(unsigned version)
 {
@@ -36,8 +36,10 @@ EXPORT unsigned la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *cookie)
 	*cookie = (uintptr_t)o;
 	if (inherited)
 		inherit_check(o);
-	if (executable == NULL && lmid == LM_ID_BASE)
-		executable = map;
+	if (!seen_executable && lmid == LM_ID_BASE) {
+		window_program(map);
+		seen_executable = true;
+	}
 	if (!installed && !inherited)
 		layout_add(o);
 	return (o->wrappers ? LA_FLG_BINDTO : 0) | (o->slot >= 0 ? LA_FLG_BINDFROM : 0);
@@ -53,7 +55,7 @@ EXPORT void la_activity(uintptr_t *cookie, unsigned flag)
 	/* The first consistent state: every object of the program is loaded
 	   and relocated, and no constructor has run yet. */
 	if (!installed) {
-		window_finish(executable);
+		window_finish();
 		if (!inherited) {
 			layout_send();
 			inherit_publish();

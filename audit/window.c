@@ -33,6 +33,11 @@ struct epoch {
 static struct epoch *epoch;
 static int seal_errno;
 static int *(*errno_location)(void);
+/* The executable, whose global scope has the program's libc. */
+static struct link_map *program;
+/* What the stubs read as __libc_single_threaded until the program's is
+   known: the loader runs on the only thread there is. */
+static const char loader_single_threaded = 1;
 
 static size_t window_size(void)
 {
@@ -55,13 +60,29 @@ static void *map_fixed(uintptr_t addr, size_t size, const char *what)
 	return p;
 }
 
+static void protect_window(int prot)
+{
+	if (mprotect((void *)config.window, window_size(), prot) != 0)
+		die("mprotect the stub window: %s", strerror(errno));
+}
+
 void window_reserve(void)
 {
 	if (stub_block_size() > 1UL << config.shift)
 		die("the stub block (%zu bytes) does not fit a slot of %lu bytes", stub_block_size(), 1UL << config.shift);
 	map_fixed(config.window, window_size(), "stub window");
-	for (unsigned i = 0; i < config.nslots; i++)
-		memcpy((void *)window_slot(i), stub_block(), stub_block_size());
+	/* The stubs work from now on: the loader calls the program's malloc
+	   (jemalloc's, say) before relocation ends, and its wrappers are
+	   already bound to stubs. */
+	void *failed = syscell_stub_failed;
+	const void *single = &loader_single_threaded;
+	for (unsigned i = 0; i < config.nslots; i++) {
+		char *slot = (char *)window_slot(i);
+		memcpy(slot, stub_block(), stub_block_size());
+		memcpy(slot + STUB_FAILED, &failed, sizeof failed);
+		memcpy(slot + STUB_SINGLE, &single, sizeof single);
+	}
+	protect_window(PROT_READ | PROT_EXEC);
 	epoch = map_fixed(config.window + window_size(), PAGE, "epoch page");
 	/* The kernel's random bytes for this image, which need no call. */
 	memcpy(&epoch->cookie, (const void *)getauxval(AT_RANDOM), sizeof epoch->cookie);
@@ -79,34 +100,43 @@ void window_epoch_change(bool done)
 		__atomic_add_fetch(&epoch->count, 1, __ATOMIC_RELEASE);
 }
 
+void window_program(struct link_map *executable)
+{
+	program = executable;
+}
+
 long syscell_stub_failed(long negative_errno)
 {
+	/* A stub fails before window_finish when the loader runs program code. */
+	if (errno_location == NULL && program != NULL)
+		errno_location = dlsym(program, "__errno_location");
+	if (errno_location == NULL)
+		die("a system call failed before the program's errno was known");
 	*errno_location() = -negative_errno;
 	return -1;
 }
 
-static void *program_symbol(struct link_map *global, const char *name)
+static void *program_symbol(const char *name)
 {
-	void *p = dlsym(global, name);
+	void *p = dlsym(program, name);
 	if (p == NULL)
 		die("the program has no %s", name);
 	return p;
 }
 
-void window_finish(struct link_map *global)
+void window_finish(void)
 {
-	void *single = program_symbol(global, "__libc_single_threaded");
-	void *canceltype = program_symbol(global, "pthread_setcanceltype");
-	errno_location = program_symbol(global, "__errno_location");
+	void *single = program_symbol("__libc_single_threaded");
+	void *canceltype = program_symbol("pthread_setcanceltype");
+	errno_location = program_symbol("__errno_location");
+	/* Still the loader's only thread: no stub runs while this lasts. */
+	protect_window(PROT_READ | PROT_WRITE);
 	for (unsigned i = 0; i < config.nslots; i++) {
 		char *slot = (char *)window_slot(i);
-		void *failed = syscell_stub_failed;
-		memcpy(slot + STUB_FAILED, &failed, sizeof failed);
 		memcpy(slot + STUB_SINGLE, &single, sizeof single);
 		memcpy(slot + STUB_CANCELTYPE, &canceltype, sizeof canceltype);
 	}
-	if (mprotect((void *)config.window, window_size(), PROT_READ | PROT_EXEC) != 0)
-		die("make the stub window executable: %s", strerror(errno));
+	protect_window(PROT_READ | PROT_EXEC);
 	if (syscall(SYS_MSEAL, config.window, window_size(), 0) != 0) {
 		/* Without mseal (a kernel older than 6.10, or an outer filter
 		   that denies it) the window can be remapped by code allowed
@@ -115,6 +145,12 @@ void window_finish(struct link_map *global)
 			die("seal the stub window: %s", strerror(errno));
 		seal_errno = errno;
 	}
+}
+
+void window_seal_like(struct range r)
+{
+	if (seal_errno == 0 && syscall(SYS_MSEAL, r.start, r.end - r.start, 0) != 0)
+		die("seal %#lx-%#lx: %s", (unsigned long)r.start, (unsigned long)r.end, strerror(errno));
 }
 
 int window_seal_errno(void)

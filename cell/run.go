@@ -93,7 +93,7 @@ func Run(ctx context.Context, p *policy.Policy, cmd enforce.Command, opt Options
 	if err != nil {
 		prog.Process.Kill()
 		prog.Wait()
-		return nil, err
+		return nil, startFailure(err, prog.ProcessState)
 	}
 	go sup.serve()
 	state, err := wait(ctx, prog, opt.Signals)
@@ -231,13 +231,28 @@ func handshake(ch *channel, p *policy.Policy, cfg config) (*supervisor, *Start, 
 	return newSupervisor(l, spec, ids, win, start.Epoch), start, nil
 }
 
-// startError explains a failed start: where the audit library closed the
-// socket, it said why on the program's standard error.
 func startError(err error) error {
-	if errors.Is(err, errClosed) {
-		return fmt.Errorf("cell: the program did not start under its filter: %w (the reason is on its standard error)", err)
-	}
 	return fmt.Errorf("cell: the program did not start under its filter: %w", err)
+}
+
+// exitUnfiltered is the status the audit library exits with when it
+// cannot put the program under its filter (audit/fail.c).
+const exitUnfiltered = 126
+
+// startFailure explains a failed start by how the program ended. Killing
+// a program that closed the socket by ending does not change its status.
+func startFailure(err error, state *os.ProcessState) error {
+	if !errors.Is(err, errClosed) || state == nil {
+		return err
+	}
+	ws, ok := state.Sys().(syscall.WaitStatus)
+	switch {
+	case ok && ws.Signaled() && ws.Signal() != syscall.SIGKILL:
+		return fmt.Errorf("%w: the program was killed by %v while the loader ran", err, ws.Signal())
+	case ok && ws.Exited() && ws.ExitStatus() == exitUnfiltered:
+		return fmt.Errorf("%w (the reason is on the program's standard error)", err)
+	}
+	return err
 }
 
 // runtimeNames are the sonames of the system runtime, sorted.

@@ -84,6 +84,7 @@ func TestCompartments(t *testing.T) {
 		{mode: "stdio", want: map[string]string{"lib-fopen": "-1 EPERM", "main-fopen": "0 -"},
 			supervised: []string{"libmk.so openat false", "prog openat true"}},
 		{mode: "ctor", want: map[string]string{"ctor-mkdir": "-1 EPERM"}},
+		{mode: "loader", want: map[string]string{"loader-getpid": pid}},
 		{mode: "thread", want: map[string]string{"thread-getpid": pid, "thread-mkdir": "-1 EPERM"}},
 		{mode: "fork", want: map[string]string{
 			"child-getpid": pid, "child-mkdir": "-1 EPERM", "grandchild-getpid": pid, "grandchild-mkdir": "-1 EPERM"}},

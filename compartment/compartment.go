@@ -68,6 +68,7 @@ func NewSpec(p *policy.Policy, l Layout) (*Spec, error) {
 		}
 		s.Allowed[c.Name] = set
 	}
+	s.allowMachinery()
 	for _, name := range l.names() {
 		if s.Allowed[name] == nil {
 			return nil, fmt.Errorf("compartment: layout places %q, which the policy does not define", name)
@@ -80,6 +81,30 @@ func NewSpec(p *policy.Policy, l Layout) (*Spec, error) {
 		return nil, fmt.Errorf("compartment: code ranges [%#x, %#x) and [%#x, %#x) overlap", a.Start, a.End, b.Start, b.End)
 	}
 	return s, nil
+}
+
+// machinery are calls no compartment can be said to own. The kernel's
+// signal delivery makes a thread issue a handler's return (rt_sigreturn,
+// from the restorer in libc) and the resumption of an interrupted call
+// (restart_syscall), for whatever code the signal interrupted. futex is
+// how libc's locks, condition variables and semaphores wait when they
+// are contended: whether a library's lock ever is depends on timing, so
+// a recorded run cannot tell which compartments need it, and a denial
+// would break a lock rather than bound a library.
+var machinery = []string{"rt_sigreturn", "restart_syscall", "futex"}
+
+// allowMachinery lets every compartment make the machinery calls the
+// union allows.
+func (s *Spec) allowMachinery() {
+	for _, name := range machinery {
+		nr, ok := syscalls.Lookup(syscalls.X86_64, name)
+		if !ok || s.Union.Verdict(nr, [policy.MaxArgs]uint64{}) != policy.ActAllow {
+			continue
+		}
+		for _, set := range s.Allowed {
+			set[nr] = true
+		}
+	}
 }
 
 // overlap finds two ranges of the layout that share an address: each

@@ -14,7 +14,8 @@ func twoLibs() *policy.Policy {
 	return &policy.Policy{
 		Default: policy.ActEPERM,
 		BadArch: policy.ActKillProcess,
-		Rules:   []policy.Rule{{Syscalls: []string{"getpid", "mkdir", "write"}, Action: policy.ActAllow}},
+		Rules: []policy.Rule{{Syscalls: []string{"getpid", "mkdir", "write", "rt_sigreturn", "futex"},
+			Action: policy.ActAllow}},
 		Compartments: []policy.Compartment{
 			{Name: "libgetpid.so", Syscalls: []string{"getpid", "write"}},
 			{Name: "libmk.so", Syscalls: []string{"write"}},
@@ -36,6 +37,7 @@ func TestVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 	getpid, mkdir, write, mount := uint32(39), uint32(83), uint32(1), uint32(165)
+	sigreturn, futex, restart := uint32(15), uint32(202), uint32(219)
 	for _, tc := range []struct {
 		name string
 		nr   uint32
@@ -51,6 +53,10 @@ func TestVerdict(t *testing.T) {
 		{"mkdir, which no compartment may make", mkdir, 0x7f00_0000_0010, policy.ActEPERM},
 		{"mount, which the union denies", mount, 0x7f00_0000_0010, policy.ActEPERM},
 		{"past the window", getpid, 0x7f00_0000_2000, Supervise},
+		// No compartment lists them; the union allows them.
+		{"rt_sigreturn from inside libc", sigreturn, 0x7ff0_0000_0100, policy.ActAllow},
+		{"futex from a library's own code", futex, 0x5555_0000_1800, policy.ActAllow},
+		{"restart_syscall, which the union denies", restart, 0x7ff0_0000_0100, policy.ActEPERM},
 	} {
 		if got := s.Verdict(syscalls.AuditArchX86_64, tc.nr, tc.ip, [6]uint64{}); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)

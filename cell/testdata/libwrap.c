@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,7 +20,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sendfile.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/timerfd.h>
 #include <sys/sysinfo.h>
 #include <sys/uio.h>
 #include <sys/un.h>
@@ -107,6 +111,23 @@ static void files(void)
 	fstatfs(fd, &sfs);
 	syncfs(fd);
 	close(memfd_create("x", MFD_CLOEXEC));
+	lseek(rd, 0, SEEK_SET);
+	sendfile(fd, rd, NULL, 1);
+	off_t off = 0;
+	sendfile(fd, rd, &off, 1);
+	fallocate(fd, 0, 0, 8);
+	sync_file_range(fd, 0, 8, SYNC_FILE_RANGE_WRITE);
+	preadv(rd, &iov, 1, 1);
+	pwritev(fd, &iov, 1, 2);
+	struct statx stx;
+	statx(AT_FDCWD, p("f"), AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &stx);
+	off_t in = 0, out = 4;
+	copy_file_range(fd, &in, fd, &out, 1, 0);
+	int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	struct itimerspec its = {{0, 0}, {1000, 0}};
+	timerfd_settime(tfd, 0, &its, NULL);
+	timerfd_gettime(tfd, &its);
+	close(tfd);
 	close(rd);
 	close(fd);
 }
@@ -146,6 +167,15 @@ static void sockets(void)
 	connect(c, (struct sockaddr *)&sa, sizeof(sa_family_t));
 	accept(s, NULL, NULL);
 	shutdown(c, SHUT_RDWR);
+	struct mmsghdr mm = {.msg_hdr = msg};
+	sendmmsg(sv[0], &mm, 1, 0);
+	recvmmsg(sv[1], &mm, 1, MSG_DONTWAIT, NULL);
+	int pfds[2];
+	pipe2(pfds, O_CLOEXEC);
+	write(pfds[1], "s", 1);
+	splice(pfds[0], NULL, sv[0], NULL, 1, 0);
+	close(pfds[0]);
+	close(pfds[1]);
 	struct pollfd pfd = {sv[1], POLLIN, 0};
 	poll(&pfd, 1, 0);
 	int ep = epoll_create1(EPOLL_CLOEXEC);
@@ -173,7 +203,8 @@ static void memory(void)
 	mlock(m, 4096);
 	munlock(m, 4096);
 	msync(m, 4096, MS_ASYNC);
-	munmap(m, 4096);
+	m = mremap(m, 4096, 8192, MREMAP_MAYMOVE);
+	munmap(m, 8192);
 }
 
 static void process(void)
@@ -182,6 +213,11 @@ static void process(void)
 	struct sysinfo si;
 	struct rlimit rl;
 	struct timespec ts = {0, 1000};
+	sched_yield();
+	setpriority(PRIO_PROCESS, 0, 0);
+	struct itimerval itv = {{0, 0}, {0, 0}};
+	setitimer(ITIMER_REAL, &itv, NULL);
+	getitimer(ITIMER_REAL, &itv);
 	getpid();
 	getppid();
 	gettid();

@@ -6,6 +6,8 @@
 //   main     prog calls getpid by its wrapper, by syscall(), and inline
 //   stdio    libmk.so and prog fopen DIR/file: openat from libc's code
 //   ctor     reports what libmk.so's constructor's mkdir(DIR/ctor) did
+//   loader   reports the getpid libgetpid.so's calloc made when the
+//            loader called it, before any constructor
 //   thread   a thread does what lib does, mkdir(DIR/thread)
 //   fork     a child and a grandchild do what lib does (DIR/child, DIR/grandchild)
 //   dlopen   libplug.so (argv[3]) calls getpid and mkdir(DIR/plug)
@@ -47,6 +49,7 @@ int lib_cputime(void);
 int lib_mkdir(const char *path);
 int lib_fopen(const char *path);
 extern int lib_ctor_result, lib_ctor_errno;
+extern long lib_loader_getpid;
 
 static const char *dir;
 
@@ -201,6 +204,8 @@ int main(int argc, char **argv)
 	} else if (strcmp(mode, "ctor") == 0) {
 		errno = lib_ctor_errno;
 		report("ctor-mkdir", lib_ctor_result);
+	} else if (strcmp(mode, "loader") == 0) {
+		printf("loader-getpid %ld -\n", lib_loader_getpid);
 	} else if (strcmp(mode, "thread") == 0) {
 		pthread_t t;
 		if (pthread_create(&t, NULL, thread_main, NULL) != 0 || pthread_join(t, NULL) != 0)
