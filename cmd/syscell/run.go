@@ -34,6 +34,8 @@ type runCmd struct {
 	report    string
 	heapGuard bool
 	stats     bool
+	// wholeProcess runs a policy with compartments as its rules alone.
+	wholeProcess bool
 }
 
 func runCommand() *cobra.Command {
@@ -78,7 +80,9 @@ libc's code (stdio, for one), whose callers it finds by unwinding the
 stack; the rules bound them all. CMD must be dynamically linked and not
 set-user-ID; the filter is installed once its libraries are loaded, before
 any of their code runs. --stats lists at exit the calls syscell decided.
-If syscell dies, those calls fail with ENOSYS.
+If syscell dies, those calls fail with ENOSYS. --whole-process ignores the
+compartments and enforces the rules alone, their union, as one filter:
+the baseline compartments are measured against.
 
 --heap-guard preloads syscell's use-after-free guard into CMD (LD_PRELOAD):
 every use of freed heap memory then faults with a report naming the
@@ -107,6 +111,7 @@ the policy says of them.`,
 	fs.StringVar(&c.report, "report", "", "write the calls outside the policy and how CMD ended to `FILE`, as JSON")
 	fs.BoolVar(&c.heapGuard, "heap-guard", false, "preload the use-after-free guard (its own syscalls are allowed)")
 	fs.BoolVar(&c.stats, "stats", false, "with compartments: list the calls the supervisor decided, at exit")
+	fs.BoolVar(&c.wholeProcess, "whole-process", false, "enforce the rules alone, as one filter for the whole process, ignoring the compartments")
 	return cmd
 }
 
@@ -129,7 +134,7 @@ func (c *runCmd) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return inputErrorf("%s: %w", args[0], errors.Unwrap(err))
 	}
-	if len(p.Compartments) > 0 {
+	if len(p.Compartments) > 0 && !c.wholeProcess {
 		return c.runCompartments(cmd, args, path, p, mode)
 	}
 	if c.stats {
