@@ -42,6 +42,9 @@ type Options struct {
 	SysProcAttr *syscall.SysProcAttr
 	// Signals are forwarded to the program while it runs.
 	Signals <-chan os.Signal
+	// Mode is what happens to the calls the policy stops: enforce (the
+	// zero Mode), audit or complain, as for a whole-process policy.
+	Mode enforce.Mode
 }
 
 // Result is how the program ended and what the supervisor saw.
@@ -54,6 +57,9 @@ type Result struct {
 	Start *Start
 	// Supervised counts the calls the supervisor decided.
 	Supervised []Supervised
+	// Denied counts the calls the policy stops that the supervisor saw:
+	// in audit and complain modes, every one.
+	Denied []Denied
 }
 
 // Run runs cmd with the per-library filter of p: each compartment of p
@@ -88,7 +94,7 @@ func Run(ctx context.Context, p *policy.Policy, cmd enforce.Command, opt Options
 	if err != nil {
 		return nil, err
 	}
-	sup, start, err := handshake(ch, p, cfg)
+	sup, start, err := handshake(ch, p, cfg, opt.Mode)
 	ch.conn.Close()
 	if err != nil {
 		prog.Process.Kill()
@@ -98,7 +104,7 @@ func Run(ctx context.Context, p *policy.Policy, cmd enforce.Command, opt Options
 	go sup.serve()
 	state, err := wait(ctx, prog, opt.Signals)
 	sup.stop()
-	res := &Result{ExitCode: state.ExitCode(), Start: start, Supervised: sup.stats.list()}
+	res := &Result{ExitCode: state.ExitCode(), Start: start, Supervised: sup.stats.list(), Denied: sup.denied.list()}
 	if state != nil {
 		if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			res.Signal = ws.Signal()
@@ -184,7 +190,7 @@ func startProgram(cmd enforce.Command, opt Options, lib string, inherit int) (*e
 // handshake tells the audit library where its window goes, compiles the
 // filter for the layout it reports, sends it, and takes the listener. On
 // a failure the program is still at its start, or has exited.
-func handshake(ch *channel, p *policy.Policy, cfg config) (*supervisor, *Start, error) {
+func handshake(ch *channel, p *policy.Policy, cfg config, mode enforce.Mode) (*supervisor, *Start, error) {
 	ch.conn.SetDeadline(time.Now().Add(helloTimeout))
 	block, err := ch.hello()
 	if err != nil {
@@ -207,7 +213,7 @@ func handshake(ch *channel, p *policy.Policy, cfg config) (*supervisor, *Start, 
 	spec, err := compartment.NewSpec(p, start.Layout)
 	var prog []bpf.Instruction
 	if err == nil {
-		prog, err = compile.Compartments(spec)
+		prog, err = compile.Compartments(kernelSpec(spec, mode))
 	}
 	if err != nil {
 		err = fmt.Errorf("cell: compile the filter: %w", err)
@@ -228,7 +234,7 @@ func handshake(ch *channel, p *policy.Policy, cfg config) (*supervisor, *Start, 
 	if err != nil {
 		return nil, nil, err
 	}
-	return newSupervisor(l, spec, ids, win, start.Epoch), start, nil
+	return newSupervisor(l, spec, mode, ids, win, start.Epoch), start, nil
 }
 
 func startError(err error) error {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/syscell/syscell/attribute"
 	"github.com/syscell/syscell/compartment"
+	"github.com/syscell/syscell/enforce"
 	"github.com/syscell/syscell/notify"
 	"github.com/syscell/syscell/policy"
 )
@@ -36,12 +37,16 @@ type supervisor struct {
 	// stack is the buffer thread stacks are copied into.
 	stack []byte
 	stats stats
+	// mode is what happens to the calls the policy stops; denied counts
+	// those the supervisor saw.
+	mode   enforce.Mode
+	denied denials
 	// err is why serving stopped early, if it did.
 	err  error
 	done chan struct{}
 }
 
-func newSupervisor(l *notify.Listener, spec *compartment.Spec, ids *identities, win window, epochAt uint64) *supervisor {
+func newSupervisor(l *notify.Listener, spec *compartment.Spec, mode enforce.Mode, ids *identities, win window, epochAt uint64) *supervisor {
 	rt := attribute.DefaultRuntime()
 	// The loader calls into the audit library on behalf of whoever loads
 	// an object: its calls are the runtime's.
@@ -51,7 +56,7 @@ func newSupervisor(l *notify.Listener, spec *compartment.Spec, ids *identities, 
 		objs:    attribute.NewObjects(rt),
 		threads: map[int]*thread{}, procs: map[int]*process{}, saved: map[int]*saved{}, sweepAt: minSweep,
 		tracer: newTracer(), stack: make([]byte, stackMax),
-		stats: stats{}, done: make(chan struct{}),
+		stats: stats{}, mode: mode, denied: denials{}, done: make(chan struct{}),
 	}
 }
 
@@ -80,10 +85,42 @@ func (s *supervisor) stop() {
 
 // answer decides one notification and answers it.
 func (s *supervisor) answer(n *notify.Notification) error {
+	act := s.spec.Verdict(n.Data.Arch, n.Data.Nr, n.Data.IP, n.Data.Args)
+	var label string
+	if act == compartment.Supervise {
+		o, allow := s.decide(n)
+		act, label = s.spec.Union.Default, o.label
+		if allow {
+			act = policy.ActAllow
+		}
+	} else if act != policy.ActAllow {
+		label = s.filterOwner(n)
+	}
+	// The notification still pending proves that the thread read while
+	// deciding was the caller, not a later thread with its id.
+	if err := s.l.Valid(n.ID); err != nil {
+		return ignoreGone(err)
+	}
+	if act == policy.ActAllow {
+		return ignoreGone(s.l.Respond(notify.Response{ID: n.ID, Continue: true}))
+	}
+	s.denied.count(label, n, act)
+	switch s.mode {
+	case enforce.Audit:
+		return ignoreGone(s.l.Respond(notify.Response{ID: n.ID, Continue: true}))
+	case enforce.Complain:
+		return ignoreGone(s.l.Respond(notify.Response{ID: n.ID, Errno: enforce.ErrnoFor(act)}))
+	}
+	return s.deny(n, act)
+}
+
+// decide attributes a caller-dependent call and says whether its owner
+// may make it, counting it in the stats.
+func (s *supervisor) decide(n *notify.Notification) (owner, bool) {
 	o, err := s.owner(n)
 	if errors.Is(err, errRetry) {
 		if s.l.Valid(n.ID) != nil {
-			return nil // the kernel notifies the call anew
+			return o, false // the kernel notifies the call anew
 		}
 		o, err = s.owner(n)
 	}
@@ -92,15 +129,7 @@ func (s *supervisor) answer(n *notify.Notification) error {
 		o = owner{label: OwnerUnattributed}
 	}
 	s.stats.count(o.label, n.Data.Nr, allow, err)
-	// The notification still pending proves that the thread read above
-	// was the caller, not a later thread with its id.
-	if err := s.l.Valid(n.ID); err != nil {
-		return ignoreGone(err)
-	}
-	if allow {
-		return ignoreGone(s.l.Respond(notify.Response{ID: n.ID, Continue: true}))
-	}
-	return s.deny(n, s.spec.Union.Default)
+	return o, allow
 }
 
 // allows says whether o may make call nr. The runtime's own calls are

@@ -83,12 +83,12 @@ func (s *supervisor) answer(n *notify.Notification) error {
 	switch {
 	case s.mode == Audit:
 		return s.respond(notify.Response{ID: n.ID, Continue: true})
-	case s.mode == Enforce && kills(act):
+	case s.mode == Enforce && Kills(act):
 		killed := *c
 		s.killedFor = &killed
 		return s.kill(n)
 	}
-	return s.respond(notify.Response{ID: n.ID, Errno: errnoFor(act)})
+	return s.respond(notify.Response{ID: n.ID, Errno: ErrnoFor(act)})
 }
 
 // letShimExec continues the first notified call, which is the shim's
@@ -111,15 +111,15 @@ func (s *supervisor) respond(r notify.Response) error {
 	return nil
 }
 
-// kills reports whether the kernel would end the caller for a.
-func kills(a policy.Action) bool {
+// Kills reports whether the kernel would end the caller for a.
+func Kills(a policy.Action) bool {
 	return a.Kind == policy.KillProcess || a.Kind == policy.KillThread || a.Kind == policy.Trap
 }
 
-// errnoFor is the errno a denied call fails with when the supervisor
+// ErrnoFor is the errno a denied call fails with when the supervisor
 // answers it: the policy's own, ENOSYS where the policy traces or notifies
 // (as when no tracer or supervisor listens), else EPERM.
-func errnoFor(a policy.Action) syscall.Errno {
+func ErrnoFor(a policy.Action) syscall.Errno {
 	switch a.Kind {
 	case policy.Errno:
 		return syscall.Errno(a.Data)
@@ -185,8 +185,8 @@ func (s *supervisor) record(n *notify.Notification, act policy.Action) *Call {
 	k := callKey{n.Data.Arch, n.Data.Nr}
 	c := s.seen[k]
 	if c == nil {
-		abi, name := names(n.Data.Arch, n.Data.Nr)
-		c = &Call{ABI: abi, Syscall: name, Nr: n.Data.Nr, FirstIP: n.Data.IP, Action: act}
+		call := NewCall(n.Data.Arch, n.Data.Nr, n.Data.IP, act)
+		c = &call
 		s.seen[k] = c
 	}
 	c.Count++
@@ -207,6 +207,13 @@ func (s *supervisor) calls() []Call {
 
 // names names the ABI and the call of seccomp_data's arch and nr, as
 // policy.Resolved.Decide tells ABIs apart.
+// NewCall describes the first of the calls nr of ABI arch made from ip,
+// which the policy stops with act; Count is 0.
+func NewCall(arch, nr uint32, ip uint64, act policy.Action) Call {
+	abi, name := names(arch, nr)
+	return Call{ABI: abi, Syscall: name, Nr: nr, FirstIP: ip, Action: act}
+}
+
 func names(arch, nr uint32) (abi, name string) {
 	var a syscalls.Arch
 	switch {

@@ -80,7 +80,9 @@ libc's code (stdio, for one), whose callers it finds by unwinding the
 stack; the rules bound them all. CMD must be dynamically linked and not
 set-user-ID; the filter is installed once its libraries are loaded, before
 any of their code runs. --stats lists at exit the calls syscell decided.
-If syscell dies, those calls fail with ENOSYS. --whole-process ignores the
+If syscell dies, those calls fail with ENOSYS. --mode audit and complain
+work as for any policy; their report names who made each call.
+--whole-process ignores the
 compartments and enforces the rules alone, their union, as one filter:
 the baseline compartments are measured against.
 

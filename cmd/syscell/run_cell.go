@@ -22,15 +22,15 @@ import (
 // compartments (package cell): each library's own calls are decided by
 // its compartment, and the rules bound them all.
 func (c *runCmd) runCompartments(cmd *cobra.Command, args []string, path string, p *policy.Policy, mode enforce.Mode) error {
-	if mode != enforce.Enforce || c.action != "" || c.heapGuard {
-		return inputErrorf("the policy has compartments, which run enforces as written: --mode, --action and --heap-guard apply to policies without compartments")
+	if c.action != "" || c.heapGuard {
+		return inputErrorf("the policy has compartments, which run enforces as written: --action and --heap-guard apply to policies without compartments")
 	}
 	report, err := c.createReport()
 	if err != nil {
 		return err
 	}
 	command := enforce.Command{Path: path, Args: args, Stdin: cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
-	res, err := runCell(p, command)
+	res, err := runCell(p, command, mode)
 	if res == nil {
 		if report != nil {
 			report.Close()
@@ -41,9 +41,9 @@ func (c *runCmd) runCompartments(cmd *cobra.Command, args []string, path string,
 		}
 		return err
 	}
-	tellCell(cmd.ErrOrStderr(), args[0], res, c.stats)
+	tellCell(cmd.ErrOrStderr(), mode, args[0], res, c.stats)
 	if report != nil {
-		err = errors.Join(err, writeCellReport(report, c.policy, args, res))
+		err = errors.Join(err, writeCellReport(report, mode, c.policy, args, res))
 	}
 	if err != nil {
 		return err
@@ -53,19 +53,20 @@ func (c *runCmd) runCompartments(cmd *cobra.Command, args []string, path string,
 
 // runCell runs command, passing on the signals meant for it, as
 // runSupervised does.
-func runCell(p *policy.Policy, command enforce.Command) (*cell.Result, error) {
+func runCell(p *policy.Policy, command enforce.Command, mode enforce.Mode) (*cell.Result, error) {
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, unix.SIGTERM, unix.SIGHUP, unix.SIGUSR1, unix.SIGUSR2)
 	defer signal.Stop(signals)
 	interrupts := make(chan os.Signal, 1)
 	signal.Notify(interrupts, unix.SIGINT, unix.SIGQUIT)
 	defer signal.Stop(interrupts)
-	return cell.Run(context.Background(), p, command, cell.Options{Signals: signals})
+	return cell.Run(context.Background(), p, command, cell.Options{Signals: signals, Mode: mode})
 }
 
 // tellCell says on stderr how CMD ended when it did not just exit, what
-// weakens the filter, and, with stats, which calls the supervisor decided.
-func tellCell(w io.Writer, name string, res *cell.Result, stats bool) {
+// weakens the filter, in audit and complain modes the calls outside the
+// policy, and, with stats, which calls the supervisor decided.
+func tellCell(w io.Writer, mode enforce.Mode, name string, res *cell.Result, stats bool) {
 	switch {
 	case res.Signal == unix.SIGSYS:
 		fmt.Fprintf(w, "syscell: %s killed by SIGSYS, the signal of seccomp's kill-process and trap actions\n", name)
@@ -74,6 +75,9 @@ func tellCell(w io.Writer, name string, res *cell.Result, stats bool) {
 	}
 	if res.Start.Unsealed != 0 {
 		fmt.Fprintf(w, "syscell: the stub window is not sealed (mseal: %v): code the policy lets call mprotect could rewrite it\n", res.Start.Unsealed)
+	}
+	if mode != enforce.Enforce {
+		tellDenied(w, mode, res.Denied)
 	}
 	unattributed := 0
 	for _, s := range res.Supervised {
@@ -107,21 +111,40 @@ func tellCell(w io.Writer, name string, res *cell.Result, stats bool) {
 	tw.Flush()
 }
 
+// tellDenied lists the calls outside the policy, by who made them.
+func tellDenied(w io.Writer, mode enforce.Mode, denied []cell.Denied) {
+	if len(denied) == 0 {
+		fmt.Fprintf(w, "syscell: %s: no call outside the policy\n", mode)
+		return
+	}
+	fmt.Fprintf(w, "syscell: %s: calls outside the policy:\n", mode)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  OWNER\tABI\tSYSCALL\tCALLS\tFIRST IP\tENFORCE\n")
+	for _, d := range denied {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%#x\t%s\n", d.Owner, d.ABI, d.Syscall, d.Count, d.FirstIP, d.Action)
+	}
+	tw.Flush()
+}
+
 // cellReport is the JSON of --report for a policy with compartments.
 type cellReport struct {
-	Policy   string   `json:"policy"`
-	Command  []string `json:"command"`
-	ExitCode int      `json:"exit_code"`
+	Mode     enforce.Mode `json:"mode"`
+	Policy   string       `json:"policy"`
+	Command  []string     `json:"command"`
+	ExitCode int          `json:"exit_code"`
 	// Signal names the signal that killed CMD, if one did.
 	Signal     string            `json:"signal,omitempty"`
 	Supervised []cell.Supervised `json:"supervised"`
+	// Denied are the calls outside the policy: every one in audit and
+	// complain modes, those the supervisor denied when enforcing.
+	Denied []cell.Denied `json:"denied"`
 	// Unsealed is why the stub window could not be sealed, if it could
 	// not.
 	Unsealed string `json:"unsealed,omitempty"`
 }
 
-func writeCellReport(f *os.File, policy string, command []string, res *cell.Result) error {
-	r := cellReport{Policy: policy, Command: command, ExitCode: res.ExitCode, Supervised: res.Supervised}
+func writeCellReport(f *os.File, mode enforce.Mode, policy string, command []string, res *cell.Result) error {
+	r := cellReport{Mode: mode, Policy: policy, Command: command, ExitCode: res.ExitCode, Supervised: res.Supervised, Denied: res.Denied}
 	if res.Signal != 0 {
 		r.Signal = unix.SignalName(res.Signal)
 	}
@@ -130,6 +153,9 @@ func writeCellReport(f *os.File, policy string, command []string, res *cell.Resu
 	}
 	if r.Supervised == nil {
 		r.Supervised = []cell.Supervised{}
+	}
+	if r.Denied == nil {
+		r.Denied = []cell.Denied{}
 	}
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err == nil {

@@ -1,0 +1,86 @@
+package cell
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/syscell/syscell/compartment"
+	"github.com/syscell/syscell/enforce"
+	"github.com/syscell/syscell/notify"
+	"github.com/syscell/syscell/policy"
+	"github.com/syscell/syscell/syscalls"
+)
+
+// Denied is a kind of call the policy stops that the supervisor saw, and
+// who made it. In audit and complain modes the supervisor sees every such
+// call; when enforcing, only those it decides itself (the filter stops
+// the others in the kernel, unseen).
+type Denied struct {
+	// Owner is who made the calls, as Supervised names owners.
+	Owner string `json:"owner"`
+	enforce.Call
+}
+
+// kernelSpec is what the filter implements in mode: the spec itself when
+// enforcing; otherwise every call the spec stops is notified, for the
+// supervisor to report and then let run (audit) or fail (complain).
+// Stopping actions all take precedence over allow, so the filter stops a
+// call exactly when the spec does.
+func kernelSpec(s *compartment.Spec, mode enforce.Mode) *compartment.Spec {
+	if mode == enforce.Enforce {
+		return s
+	}
+	r := enforce.Override(&policy.Resolved{Tables: []*policy.Table{s.Union}, BadArch: s.BadArch}, compartment.Supervise)
+	k := *s
+	k.Union, k.BadArch = r.Tables[0], r.BadArch
+	return &k
+}
+
+type deniedKey struct {
+	owner    string
+	arch, nr uint32
+}
+
+// denials counts the denied calls the supervisor saw.
+type denials map[deniedKey]*Denied
+
+func (d denials) count(owner string, n *notify.Notification, act policy.Action) {
+	k := deniedKey{owner, n.Data.Arch, n.Data.Nr}
+	c := d[k]
+	if c == nil {
+		c = &Denied{Owner: owner, Call: enforce.NewCall(n.Data.Arch, n.Data.Nr, n.Data.IP, act)}
+		d[k] = c
+	}
+	c.Count++
+}
+
+// list returns the denials sorted by owner, ABI and system call.
+func (d denials) list() []Denied {
+	out := make([]Denied, 0, len(d))
+	for _, c := range d {
+		out = append(out, *c)
+	}
+	slices.SortFunc(out, func(a, b Denied) int {
+		return cmp.Or(cmp.Compare(a.Owner, b.Owner), cmp.Compare(a.ABI, b.ABI), cmp.Compare(a.Syscall, b.Syscall))
+	})
+	return out
+}
+
+// filterOwner names who made a call the filter decided without the
+// supervisor, which only audit and complain modes notify: the compartment
+// whose code made it, or, for code the filter did not tell apart (the
+// runtime's, for a call the rules stop whoever makes it), the owner the
+// attribution rule finds.
+func (s *supervisor) filterOwner(n *notify.Notification) string {
+	if name, supervise := s.spec.Layout.Owner(n.Data.IP); !supervise {
+		return name
+	}
+	if n.Data.Arch != syscalls.AuditArchX86_64 || n.Data.Nr >= syscalls.X32Bit {
+		return OwnerUnattributed
+	}
+	o, err := s.owner(n)
+	if err != nil {
+		return OwnerUnattributed
+	}
+	return o.label
+}
