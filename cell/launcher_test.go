@@ -135,14 +135,14 @@ func waitFor(t *testing.T, path, want string) string {
 func TestExecCollision(t *testing.T) {
 	dir := fixtures(t)
 	prog, other := filepath.Join(dir, "nopie", progName), filepath.Join(dir, "nopie", "other")
-	var stderr bytes.Buffer
-	cmd := enforce.Command{Path: prog, Args: []string{prog, "exec", t.TempDir(), other}, Stderr: &stderr}
+	var stdout, stderr bytes.Buffer
+	cmd := enforce.Command{Path: prog, Args: []string{prog, "exec", t.TempDir(), other}, Stdout: &stdout, Stderr: &stderr}
 	res, err := cell.Run(context.Background(), loadPolicy(t, policyName), cmd, cell.Options{Library: filepath.Join(dir, auditLib)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := "lies where the filter, compiled before an exec, has compartment 0's code"
 	if res.ExitCode != 126 || !strings.Contains(stderr.String(), want) {
-		t.Errorf("exit %d, stderr %q; want 126 and %q", res.ExitCode, stderr.String(), want)
+		t.Errorf("exit %d, stdout %q, stderr %q; want 126 and %q; denied %+v", res.ExitCode, stdout.String(), stderr.String(), want, res.Denied)
 	}
 }

@@ -19,20 +19,24 @@ type Denied struct {
 	// Owner is who made the calls, as Supervised names owners.
 	Owner string `json:"owner"`
 	enforce.Call
+	// Why is, for a call the policy allows that syscell stops (an exec
+	// that would run without the audit library), why.
+	Why string `json:"why,omitempty"`
 }
 
-// kernelSpec is what the filter implements in mode: the spec itself when
-// enforcing; otherwise every call the spec stops is notified, for the
-// supervisor to report and then let run (audit) or fail (complain).
+// kernelSpec is what the filter implements in mode: the spec, with every
+// exec notified (exec.go); in audit and complain modes, every call the
+// spec stops is notified too, for the supervisor to report and then let
+// run (audit) or fail (complain).
 // Stopping actions all take precedence over allow, so the filter stops a
 // call exactly when the spec does.
 func kernelSpec(s *compartment.Spec, mode enforce.Mode) *compartment.Spec {
-	if mode == enforce.Enforce {
-		return s
-	}
-	r := enforce.Override(&policy.Resolved{Tables: []*policy.Table{s.Union}, BadArch: s.BadArch}, compartment.Supervise)
 	k := *s
-	k.Union, k.BadArch = r.Tables[0], r.BadArch
+	k.Union = notifyExec(s.Union)
+	if mode != enforce.Enforce {
+		r := enforce.Override(&policy.Resolved{Tables: []*policy.Table{k.Union}, BadArch: s.BadArch}, compartment.Supervise)
+		k.Union, k.BadArch = r.Tables[0], r.BadArch
+	}
 	return &k
 }
 
@@ -44,11 +48,14 @@ type deniedKey struct {
 // denials counts the denied calls the supervisor saw.
 type denials map[deniedKey]*Denied
 
-func (d denials) count(owner string, n *notify.Notification, act policy.Action) {
+func (d denials) count(owner string, n *notify.Notification, act policy.Action, why error) {
 	k := deniedKey{owner, n.Data.Arch, n.Data.Nr}
 	c := d[k]
 	if c == nil {
 		c = &Denied{Owner: owner, Call: enforce.NewCall(n.Data.Arch, n.Data.Nr, n.Data.IP, act)}
+		if why != nil {
+			c.Why = why.Error()
+		}
 		d[k] = c
 	}
 	c.Count++

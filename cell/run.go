@@ -94,7 +94,7 @@ func Run(ctx context.Context, p *policy.Policy, cmd enforce.Command, opt Options
 	if err != nil {
 		return nil, err
 	}
-	sup, start, err := handshake(ch, p, cfg, opt.Mode)
+	sup, start, err := handshake(ch, p, cfg, opt.Mode, lib)
 	ch.conn.Close()
 	if err != nil {
 		prog.Process.Kill()
@@ -190,7 +190,7 @@ func startProgram(cmd enforce.Command, opt Options, lib string, inherit int) (*e
 // handshake tells the audit library where its window goes, compiles the
 // filter for the layout it reports, sends it, and takes the listener. On
 // a failure the program is still at its start, or has exited.
-func handshake(ch *channel, p *policy.Policy, cfg config, mode enforce.Mode) (*supervisor, *Start, error) {
+func handshake(ch *channel, p *policy.Policy, cfg config, mode enforce.Mode, lib string) (*supervisor, *Start, error) {
 	ch.conn.SetDeadline(time.Now().Add(helloTimeout))
 	block, err := ch.hello()
 	if err != nil {
@@ -234,7 +234,7 @@ func handshake(ch *channel, p *policy.Policy, cfg config, mode enforce.Mode) (*s
 	if err != nil {
 		return nil, nil, err
 	}
-	return newSupervisor(l, spec, mode, ids, win, start.Epoch), start, nil
+	return newSupervisor(l, spec, mode, lib, ids, win, start.Epoch), start, nil
 }
 
 func startError(err error) error {

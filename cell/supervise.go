@@ -37,6 +37,8 @@ type supervisor struct {
 	// stack is the buffer thread stacks are copied into.
 	stack []byte
 	stats stats
+	// library is the audit library, which every exec must load.
+	library string
 	// mode is what happens to the calls the policy stops; denied counts
 	// those the supervisor saw.
 	mode   enforce.Mode
@@ -46,7 +48,7 @@ type supervisor struct {
 	done chan struct{}
 }
 
-func newSupervisor(l *notify.Listener, spec *compartment.Spec, mode enforce.Mode, ids *identities, win window, epochAt uint64) *supervisor {
+func newSupervisor(l *notify.Listener, spec *compartment.Spec, mode enforce.Mode, library string, ids *identities, win window, epochAt uint64) *supervisor {
 	rt := attribute.DefaultRuntime()
 	// The loader calls into the audit library on behalf of whoever loads
 	// an object: its calls are the runtime's.
@@ -56,7 +58,7 @@ func newSupervisor(l *notify.Listener, spec *compartment.Spec, mode enforce.Mode
 		objs:    attribute.NewObjects(rt),
 		threads: map[int]*thread{}, procs: map[int]*process{}, saved: map[int]*saved{}, sweepAt: minSweep,
 		tracer: newTracer(), stack: make([]byte, stackMax),
-		stats: stats{}, mode: mode, denied: denials{}, done: make(chan struct{}),
+		stats: stats{}, library: library, mode: mode, denied: denials{}, done: make(chan struct{}),
 	}
 }
 
@@ -96,6 +98,12 @@ func (s *supervisor) answer(n *notify.Notification) error {
 	} else if act != policy.ActAllow {
 		label = s.filterOwner(n)
 	}
+	var why error
+	if act == policy.ActAllow && isExec(n) {
+		if why = checkExecEnv(n, s.library); why != nil {
+			act, label = policy.ActEPERM, s.filterOwner(n)
+		}
+	}
 	// The notification still pending proves that the thread read while
 	// deciding was the caller, not a later thread with its id.
 	if err := s.l.Valid(n.ID); err != nil {
@@ -104,7 +112,7 @@ func (s *supervisor) answer(n *notify.Notification) error {
 	if act == policy.ActAllow {
 		return ignoreGone(s.l.Respond(notify.Response{ID: n.ID, Continue: true}))
 	}
-	s.denied.count(label, n, act)
+	s.denied.count(label, n, act, why)
 	switch s.mode {
 	case enforce.Audit:
 		return ignoreGone(s.l.Respond(notify.Response{ID: n.ID, Continue: true}))

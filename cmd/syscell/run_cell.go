@@ -79,6 +79,11 @@ func tellCell(w io.Writer, mode enforce.Mode, name string, res *cell.Result, sta
 	if mode != enforce.Enforce {
 		tellDenied(w, mode, res.Denied)
 	}
+	for _, d := range res.Denied {
+		if d.Why != "" && mode != enforce.Audit {
+			fmt.Fprintf(w, "syscell: %s: %d %s stopped: %s\n", d.Owner, d.Count, d.Syscall, d.Why)
+		}
+	}
 	unattributed := 0
 	for _, s := range res.Supervised {
 		if s.Owner == cell.OwnerUnattributed {

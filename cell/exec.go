@@ -1,0 +1,132 @@
+package cell
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/syscell/syscell/notify"
+	"github.com/syscell/syscell/policy"
+	"github.com/syscell/syscell/syscalls"
+)
+
+// The filter outlives execve with the layout it was compiled for. An
+// image the audit library is loaded into reserves that layout's ranges
+// and stub window (audit/inherit.c); an image started without it (an
+// environment that dropped LD_AUDIT or SYSCELL_CELL) could put its own
+// code where a compartment's was, and have the filter take its calls for
+// that compartment's. So every execve is notified, and one whose
+// environment lacks what the audit library needs fails with EPERM.
+
+// execCalls are the calls that start a new image, notified whatever the
+// policy says of them.
+var execCalls = []uint32{unix.SYS_EXECVE, unix.SYS_EXECVEAT}
+
+// envpArg is the argument of each exec call that holds its environment.
+var envpArg = map[uint32]int{unix.SYS_EXECVE: 2, unix.SYS_EXECVEAT: 3}
+
+// How much of an exec's environment is read: more variables than this,
+// or a longer LD_AUDIT, and the exec is refused.
+const (
+	maxEnv    = 1 << 14
+	maxEnvVar = 4096
+)
+
+// errStaleLayout is why an exec without the audit library is refused.
+var errStaleLayout = errors.New("its environment lacks LD_AUDIT or " + inheritEnv + ", which keep the new image out of the compartments' code ranges")
+
+// notifyExec returns a copy of t that notifies every exec call.
+func notifyExec(t *policy.Table) *policy.Table {
+	out := *t
+	out.Syscalls = make(map[uint32][]policy.Branch, len(t.Syscalls)+len(execCalls))
+	for nr, bs := range t.Syscalls {
+		out.Syscalls[nr] = bs
+	}
+	for _, nr := range execCalls {
+		out.Syscalls[nr] = []policy.Branch{{Action: policy.Action{Kind: policy.UserNotify}}}
+	}
+	return &out
+}
+
+// isExec says whether n starts a new image.
+func isExec(n *notify.Notification) bool {
+	return n.Data.Arch == syscalls.AuditArchX86_64 && slices.Contains(execCalls, n.Data.Nr)
+}
+
+// checkExecEnv reads the environment the notified exec passes and checks
+// that it loads the audit library library and carries the inherited
+// layout. The caller can change the environment after the check (as it
+// can any argument a supervisor reads); the check is against programs
+// that drop the variables, not against code racing the supervisor.
+func checkExecEnv(n *notify.Notification, library string) error {
+	envp := n.Data.Args[envpArg[n.Data.Nr]]
+	audit, layout := false, false
+	for i := range maxEnv {
+		p, err := readWord(n.Pid, envp+uint64(8*i))
+		if err != nil {
+			return fmt.Errorf("read the environment: %w", err)
+		}
+		if p == 0 {
+			break
+		}
+		kv, err := readString(n.Pid, p, maxEnvVar)
+		if err != nil {
+			return fmt.Errorf("read the environment: %w", err)
+		}
+		name, value, _ := strings.Cut(kv, "=")
+		switch name {
+		case "LD_AUDIT":
+			audit = slices.Contains(strings.Split(value, ":"), library)
+		case inheritEnv:
+			layout = true
+		}
+	}
+	if !audit || !layout {
+		return errStaleLayout
+	}
+	return nil
+}
+
+func readWord(tid int, at uint64) (uint64, error) {
+	var b [8]byte
+	if err := readAt(tid, at, b[:]); err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint64(b[:]), nil
+}
+
+// readString reads the NUL-terminated string at at, up to max bytes.
+func readString(tid int, at uint64, max int) (string, error) {
+	buf := make([]byte, 0, 256)
+	for len(buf) < max {
+		chunk := make([]byte, min(256, max-len(buf)))
+		// A read must not cross into a page that may be unmapped.
+		if room := 4096 - int(at%4096); room < len(chunk) {
+			chunk = chunk[:room]
+		}
+		if err := readAt(tid, at, chunk); err != nil {
+			return "", err
+		}
+		if i := bytes.IndexByte(chunk, 0); i >= 0 {
+			return string(append(buf, chunk[:i]...)), nil
+		}
+		buf = append(buf, chunk...)
+		at += uint64(len(chunk))
+	}
+	return string(buf), nil
+}
+
+func readAt(tid int, at uint64, b []byte) error {
+	local := []unix.Iovec{{Base: &b[0], Len: uint64(len(b))}}
+	remote := []unix.RemoteIovec{{Base: uintptr(at), Len: len(b)}}
+	n, err := unix.ProcessVMReadv(tid, local, remote, 0)
+	if err == nil && n < len(b) {
+		err = fmt.Errorf("short read at %#x", at)
+	}
+	return err
+}
