@@ -210,11 +210,13 @@ func handshake(ch *channel, p *policy.Policy, cfg config, mode enforce.Mode, lib
 	if err != nil {
 		return nil, nil, startError(err)
 	}
+	compiling := time.Now()
 	spec, err := compartment.NewSpec(p, start.Layout)
 	var prog []bpf.Instruction
 	if err == nil {
 		prog, err = compile.Compartments(kernelSpec(spec, mode))
 	}
+	start.Instructions, start.CompileTime = len(prog), time.Since(compiling)
 	if err != nil {
 		err = fmt.Errorf("cell: compile the filter: %w", err)
 		return nil, nil, errors.Join(err, ch.sendFail(err))

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/syscell/syscell/compartment"
 )
@@ -35,6 +36,10 @@ type Start struct {
 	// Unsealed is why the stub window could not be sealed (mseal's errno),
 	// 0 when it was.
 	Unsealed syscall.Errno
+	// Instructions is the size of the filter compiled for Layout, and
+	// CompileTime what compiling it took, while the program waited.
+	Instructions int
+	CompileTime  time.Duration
 }
 
 // start reads the layout the library reports, for the window w and the

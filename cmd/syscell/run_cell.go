@@ -96,6 +96,8 @@ func tellCell(w io.Writer, mode enforce.Mode, name string, res *cell.Result, sta
 	if !stats {
 		return
 	}
+	fmt.Fprintf(w, "syscell: the filter: %d instructions for %d compartments, compiled at start in %.2f ms\n",
+		res.Start.Instructions, len(res.Start.Layout.Slots), float64(res.Start.CompileTime.Microseconds())/1000)
 	if len(res.Supervised) == 0 {
 		fmt.Fprintf(w, "syscell: no call was supervised\n")
 		return
