@@ -31,6 +31,12 @@ func loadPolicy(t testing.TB, name string) *policy.Policy {
 // directory, and returns what prog printed (by WHAT) and the result.
 func run(t *testing.T, scratch, mode string, extra ...string) (map[string]string, *cell.Result) {
 	t.Helper()
+	return runPolicy(t, policyName, scratch, mode, extra...)
+}
+
+// runPolicy is run with the policy of testdata named name.
+func runPolicy(t *testing.T, name, scratch, mode string, extra ...string) (map[string]string, *cell.Result) {
+	t.Helper()
 	dir := fixtures(t)
 	if err := os.WriteFile(filepath.Join(scratch, "file"), nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -42,7 +48,7 @@ func run(t *testing.T, scratch, mode string, extra ...string) (map[string]string
 	// A hung program fails the test rather than the whole run.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res, err := cell.Run(ctx, loadPolicy(t, "prog.toml"), cmd, cell.Options{Library: filepath.Join(dir, auditLib)})
+	res, err := cell.Run(ctx, loadPolicy(t, name), cmd, cell.Options{Library: filepath.Join(dir, auditLib)})
 	if err != nil && res != nil {
 		t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s\nsupervised: %+v", mode, err, out.String(), errOut.String(), res.Supervised)
 	}
@@ -77,6 +83,10 @@ func TestCompartments(t *testing.T) {
 		// supervised are calls the supervisor must have decided, as
 		// "OWNER SYSCALL ALLOWED".
 		supervised []string
+		// policy is the policy of testdata, if not policyName.
+		policy string
+		// check checks more of what prog printed.
+		check func(t *testing.T, got map[string]string, res *cell.Result)
 	}{
 		{mode: "lib", want: map[string]string{"lib-getpid": pid, "lib-mkdir": "-1 EPERM"}},
 		{mode: "main", want: map[string]string{
@@ -109,10 +119,42 @@ func TestCompartments(t *testing.T) {
 		// interrupted libgetpid.so's stub.
 		{mode: "cancel", want: map[string]string{"cancel-pending": "canceled 1", "cancel-blocked": "canceled 2"},
 			supervised: []string{"libgetpid.so getpid true"}},
+		// The policy allows x86_64 alone and kills on the other ABIs
+		// (bad-arch), whoever makes the call: mkdir by int $0x80 or with
+		// the x32 bit kills the child that makes it, by SIGSYS, before
+		// the call runs. (A kernel built without the x32 ABI fails an
+		// x32 call with ENOSYS: a missing directory alone would not tell
+		// that the filter stopped it.)
+		{mode: "abi", want: map[string]string{
+			"lib-int80": "killed SIGSYS", "lib-x32": "killed SIGSYS",
+			"main-int80": "killed SIGSYS", "main-x32": "killed SIGSYS"}},
+		// Code libmk.so wrote and made executable is no object's: its
+		// call goes to the supervisor, which finds it in anonymous
+		// memory, which no compartment of the policy owns.
+		{mode: "jit", want: map[string]string{"lib-jit-mkdir": "-1 EPERM"},
+			supervised: []string{"[anon-exec] mkdir false"}},
+		// A compartment named [anon-exec] owns it, and may make
+		// directories.
+		{mode: "jit", policy: "prog-anon-exec.toml", want: map[string]string{"lib-jit-mkdir": "0 -"}, made: []string{"jit"},
+			supervised: []string{"[anon-exec] mkdir true"}},
+		// prog may call mprotect, mmap, munmap and madvise, but the
+		// stub window and the runtime's code are sealed: their
+		// protection stays what the audit library left, and the stubs
+		// keep working.
+		{mode: "window", want: map[string]string{
+			"window-found": "0 -", "window-mprotect": "-1 EPERM", "window-mmap": "-1 EPERM",
+			"window-munmap": "-1 EPERM", "window-madvise": "-1 EPERM", "window-getpid": pid,
+			"libc-found": "0 -", "libc-mprotect": "-1 EPERM", "loader-found": "0 -", "loader-mprotect": "-1 EPERM"},
+			check: stubWindow},
 	} {
 		name := tc.mode
 		if tc.extra != nil && tc.mode == "exec" {
 			name += "-" + tc.extra("", "")[1]
+		}
+		file := policyName
+		if tc.policy != "" {
+			file = tc.policy
+			name += "-" + strings.TrimSuffix(file, ".toml")
 		}
 		t.Run(name, func(t *testing.T) {
 			var extra []string
@@ -120,7 +162,7 @@ func TestCompartments(t *testing.T) {
 			if tc.extra != nil {
 				extra = tc.extra(fixtures(t), scratch)
 			}
-			got, res := run(t, scratch, tc.mode, extra...)
+			got, res := runPolicy(t, file, scratch, tc.mode, extra...)
 			seen := map[string]bool{}
 			for _, c := range res.Supervised {
 				seen[fmt.Sprintf("%s %s %t", c.Owner, c.Syscall, c.Allowed)] = true
@@ -132,6 +174,9 @@ func TestCompartments(t *testing.T) {
 				if !seen[want] {
 					t.Errorf("supervised %+v, want %q among them", res.Supervised, want)
 				}
+			}
+			if tc.check != nil {
+				tc.check(t, got, res)
 			}
 			for what, want := range tc.want {
 				if g := got[what]; g != want && !(want == pid && isPid(g)) {
@@ -159,6 +204,23 @@ func TestCompartments(t *testing.T) {
 func execProg(mode string) func(fixtures, scratch string) []string {
 	return func(dir, scratch string) []string {
 		return []string{filepath.Join(dir, progName), mode, scratch}
+	}
+}
+
+// stubWindow checks that the mapping prog's window mode tried to undo is
+// the whole stub window the launcher chose, and that libgetpid.so's
+// getpid is bound to a stub in its slot.
+func stubWindow(t *testing.T, got map[string]string, res *cell.Result) {
+	l := res.Start.Layout
+	end := l.Window + uint64(len(l.Slots))<<l.SlotShift
+	if want := fmt.Sprintf("%x-%x -", l.Window, end); got["window-mapping"] != want {
+		t.Errorf("window-mapping: %q, want %q", got["window-mapping"], want)
+	}
+	stub, err := strconv.ParseUint(strings.TrimSuffix(got["window-stub"], " -"), 16, 64)
+	slot := slices.Index(l.Slots, "libgetpid.so")
+	if err != nil || slot < 0 || stub < l.Window || (stub-l.Window)>>l.SlotShift != uint64(slot) {
+		t.Errorf("window-stub: %q, want an address in slot %d of %v, from %#x by %d bits",
+			got["window-stub"], slot, l.Slots, l.Window, l.SlotShift)
 	}
 }
 

@@ -1,4 +1,6 @@
 // libgetpid.so: its compartment may call getpid and pause.
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,6 +19,21 @@ long lib_getpid_indirect(void)
 	long pid = get();
 	__asm__ volatile("" ::: "memory");
 	return pid;
+}
+
+// lib_getpid_stub returns where this library's calls of getpid go: its
+// stub in the stub window. The audit library binds a compartment's dlsym
+// of a wrapper as it binds the compartment's PLT calls of it, to the same
+// stub of its slot; the address the PLT jumps to is in a GOT slot that
+// only glibc's private structures (or a decoding of the PLT) would find.
+// dlsym binds for the object its return address lies in: the barrier
+// keeps the call from becoming a tail call, which would make it the
+// caller's (prog's) dlsym.
+void *lib_getpid_stub(void)
+{
+	void *stub = dlsym(RTLD_DEFAULT, "getpid");
+	__asm__ volatile("" ::: "memory");
+	return stub;
 }
 
 // lib_pause waits in pause, a cancellation point, until a signal comes.

@@ -1,8 +1,13 @@
 // libmk.so: its compartment may make only the calls every compartment
-// may. Its constructor tries mkdir($PROG_CTOR_DIR) before main runs.
+// may. Its constructor tries mkdir($PROG_CTOR_DIR) before main runs; its
+// other functions try mkdir by every way around its compartment's
+// bindings: another ABI, and code of its own making.
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 int lib_ctor_result = 1, lib_ctor_errno;
@@ -30,4 +35,59 @@ int lib_fopen(const char *path)
 		return -1;
 	fclose(f);
 	return 0;
+}
+
+// low_copy copies path into a fresh mapping below 4 GiB, where the i386
+// ABI's 32-bit pointers can reach it, or exits.
+static const char *low_copy(const char *path)
+{
+	size_t n = strlen(path) + 1;
+	char *low = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+	if (low == MAP_FAILED || n > 4096) {
+		perror("libmk.so: a path below 4 GiB");
+		exit(1);
+	}
+	return memcpy(low, path, n);
+}
+
+// lib_int80_mkdir makes mkdir(path, 0700) through the i386 ABI: int $0x80
+// with i386's number of mkdir, 39, from this library's own code. It
+// returns the kernel's result as it is.
+long lib_int80_mkdir(const char *path)
+{
+	long ret = 39;
+	__asm__ volatile("int $0x80"
+			 : "+a"(ret)
+			 : "b"((uint32_t)(uintptr_t)low_copy(path)), "c"(0700)
+			 : "r8", "r9", "r10", "r11", "memory");
+	return ret;
+}
+
+// lib_x32_mkdir makes mkdir(path, 0700) through the x32 ABI: a syscall
+// instruction with x32's number of mkdir, 83 | __X32_SYSCALL_BIT, from
+// this library's own code. It returns the kernel's result as it is.
+long lib_x32_mkdir(const char *path)
+{
+	long ret = 83 | 0x40000000;
+	__asm__ volatile("syscall" : "+a"(ret) : "D"(path), "S"(0700L) : "rcx", "r11", "memory");
+	return ret;
+}
+
+// lib_jit_mkdir writes "mov $83, %eax; syscall; ret" (x86_64's mkdir, the
+// path in rdi and the mode in rsi, as a call passes them) into fresh
+// anonymous memory, makes it read+exec (which its compartment may) and
+// calls it: the call comes from code no object holds. It returns the
+// kernel's result as it is; a failure to make the code exits, so that it
+// cannot pass for a denied call.
+long lib_jit_mkdir(const char *path)
+{
+	static const unsigned char code[] = {0xb8, 83, 0, 0, 0, 0x0f, 0x05, 0xc3};
+	unsigned char *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (page == MAP_FAILED || mprotect(memcpy(page, code, sizeof code), 4096, PROT_READ | PROT_EXEC) != 0) {
+		perror("libmk.so: executable memory");
+		exit(1);
+	}
+	long ret = ((long (*)(const char *, long))(void *)page)(path, 0700);
+	munmap(page, 4096);
+	return ret;
 }

@@ -26,15 +26,32 @@
 //   cancel   cancels a thread in libgetpid.so's pause: once with the
 //            request pending before the call, once while it waits (the
 //            request comes from libgetpid.so, which may call getpid)
+//   abi      mkdir through the i386 ABI (int $0x80) and the x32 ABI (the
+//            x32 bit in the number), by libmk.so (DIR/int80, DIR/x32) and
+//            by prog (DIR/main-int80, DIR/main-x32), each in a child; for
+//            each child "WHAT killed SIGNAL" or "WHAT exited STATUS", and
+//            WHAT-call with the call's result if it returned
+//   jit      libmk.so calls mkdir(DIR/jit) from code it wrote into
+//            anonymous memory
+//   window   prog finds the stub window (the mapping where libgetpid.so's
+//            getpid goes: window-mapping START-END, window-stub ADDR),
+//            tries to make it writable, map over it, unmap it and discard
+//            its pages, then calls lib_getpid; and tries to make libc's and
+//            the loader's code writable
 //
 // Built with gcc -O2 -fomit-frame-pointer, as Debian builds its programs.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -135,6 +152,209 @@ static void plugin(const char *file)
 	report("plug-getpid", plug_getpid());
 	report("plug-inline-getpid", plug_inline_getpid());
 	report("plug-mkdir", plug_mkdir(path("plug")));
+}
+
+// The modes abi, jit and window take libmk.so's and libgetpid.so's
+// functions from dlsym and make prog's own calls by sys: prog imports no
+// symbol more for them. Each import grows the headers in the pages
+// before prog's code, which in the position-dependent build must start
+// at 0x401000, where other's does (TestExecCollision).
+
+// lib_fn returns the function named name, or exits.
+static void *lib_fn(const char *name)
+{
+	void *fn = dlsym(RTLD_DEFAULT, name);
+	if (fn == NULL) {
+		printf("dlsym %s\n", dlerror());
+		exit(1);
+	}
+	return fn;
+}
+
+// sys makes a system call from prog's own code, as inline_getpid does,
+// and returns the kernel's result as it is.
+static long sys(long nr, long a, long b, long c, long d, long e, long f)
+{
+	register long r10 __asm__("r10") = d, r8 __asm__("r8") = e, r9 __asm__("r9") = f;
+	__asm__ volatile("syscall"
+			 : "+a"(nr)
+			 : "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return nr;
+}
+
+// main_int80_mkdir and main_x32_mkdir are libmk.so's lib_int80_mkdir
+// and lib_x32_mkdir in prog's own code: mkdir(path, 0700) by int $0x80
+// with i386's number of mkdir, the path copied below 4 GiB for 32-bit
+// pointers, and by syscall with x32's.
+static long main_int80_mkdir(const char *path)
+{
+	long low = sys(SYS_mmap, 0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+	if (low < 0 || snprintf((char *)low, 4096, "%s", path) >= 4096) {
+		printf("main-int80 no path below 4 GiB: %ld\n", low);
+		exit(1);
+	}
+	long ret = 39;
+	__asm__ volatile("int $0x80"
+			 : "+a"(ret)
+			 : "b"((uint32_t)low), "c"(0700)
+			 : "r8", "r9", "r10", "r11", "memory");
+	return ret;
+}
+
+static long main_x32_mkdir(const char *path)
+{
+	return sys(83 | 0x40000000, (long)path, 0700, 0, 0, 0, 0);
+}
+
+// in_child makes call(DIR/name) in a child, which reports its result as
+// WHAT-call if it returns, and reports how the child ended. The child
+// dumps no core: a kill-process action ends it as SIGSYS would.
+static void in_child(const char *what, long (*call)(const char *), const char *name)
+{
+	pid_t child = fork();
+	if (child == 0) {
+		char line[64];
+		struct rlimit none = {0, 0};
+		sys(SYS_prlimit64, 0, RLIMIT_CORE, (long)&none, 0, 0, 0);
+		snprintf(line, sizeof line, "%s-call", what);
+		raw(line, call(path(name)));
+		_exit(0);
+	}
+	int status;
+	if (child < 0 || waitpid(child, &status, 0) != child) {
+		printf("wait %s failed\n", what);
+		exit(1);
+	}
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS)
+		printf("%s killed SIGSYS\n", what);
+	else if (WIFSIGNALED(status))
+		printf("%s killed %d\n", what, WTERMSIG(status));
+	else
+		printf("%s exited %d\n", what, WEXITSTATUS(status));
+	fflush(stdout);
+}
+
+// abi has libmk.so and prog call mkdir through the i386 and x32 ABIs.
+static void abi(void)
+{
+	in_child("lib-int80", lib_fn("lib_int80_mkdir"), "int80");
+	in_child("lib-x32", lib_fn("lib_x32_mkdir"), "x32");
+	in_child("main-int80", main_int80_mkdir, "main-int80");
+	in_child("main-x32", main_x32_mkdir, "main-x32");
+}
+
+// A mapping of /proc/self/maps: its range, perms and path ("" for
+// anonymous memory).
+struct mapping {
+	unsigned long start, end;
+	char perms[5];
+	const char *path;
+};
+
+// maps holds /proc/self/maps as read once, its lines cut at their ends.
+static char maps[1 << 20];
+
+// read_maps reads /proc/self/maps into maps, or exits.
+static void read_maps(void)
+{
+	long fd = sys(SYS_openat, AT_FDCWD, (long)"/proc/self/maps", O_RDONLY, 0, 0, 0);
+	size_t n = 0;
+	long got = 1;
+	while (fd >= 0 && got > 0 && n < sizeof maps - 1) {
+		got = read(fd, maps + n, sizeof maps - 1 - n);
+		n += got > 0 ? got : 0;
+	}
+	sys(SYS_close, fd, 0, 0, 0, 0, 0);
+	if (fd < 0 || got < 0 || n == sizeof maps - 1) {
+		printf("read /proc/self/maps failed: %ld %ld\n", fd, got);
+		exit(1);
+	}
+	maps[n] = 0;
+}
+
+// parse_mapping parses the line at *p of maps, moves *p to the next one,
+// and returns 0, or -1 at the end.
+static int parse_mapping(char **p, struct mapping *m)
+{
+	char *line = *p, *q;
+	if (*line == 0)
+		return -1;
+	for (q = line; *q != '\n' && *q != 0; q++)
+		;
+	*p = *q ? q + 1 : q;
+	*q = 0;
+	// START-END PERMS OFFSET DEV INODE PATH; [vsyscall]'s range does
+	// not fit a long, and strtol stops it at LONG_MAX, which is no
+	// matter here.
+	m->start = strtol(line, &q, 16);
+	m->end = strtol(q + 1, &q, 16);
+	snprintf(m->perms, sizeof m->perms, "%s", q + 1);
+	for (int field = 0; field < 4 && *q != 0; field++) {
+		for (q++; *q != ' ' && *q != 0; q++)
+			;
+	}
+	while (*q == ' ')
+		q++;
+	m->path = q;
+	return 0;
+}
+
+// find_mapping finds, in maps as read_maps read it, the mapping that
+// holds addr (file NULL), or the first with perms whose file name is
+// file; it returns 0, or -1 with errno ENOENT.
+static int find_mapping(uintptr_t addr, const char *file, const char *perms, struct mapping *m)
+{
+	read_maps();
+	for (char *p = maps; parse_mapping(&p, m) == 0;) {
+		const char *base = m->path;
+		for (const char *c = m->path; *c != 0; c++)
+			if (*c == '/')
+				base = c + 1;
+		if (file == NULL ? m->start <= addr && addr < m->end
+				 : strcmp(base, file) == 0 && strcmp(m->perms, perms) == 0)
+			return 0;
+	}
+	errno = ENOENT;
+	return -1;
+}
+
+// window tries to undo the stub window's protection, which mseal makes
+// impossible even for code allowed to call mprotect, mmap, munmap and
+// madvise (prog's); libgetpid.so's stub must work afterwards. The
+// window is the mapping that holds libgetpid.so's binding of getpid: it
+// must be anonymous read+exec memory. The runtime's code is sealed too.
+static void window(void)
+{
+	uintptr_t stub = (uintptr_t)((void *(*)(void))lib_fn("lib_getpid_stub"))();
+	struct mapping m;
+	int found = find_mapping(stub, NULL, NULL, &m);
+	if (found == 0 && (strcmp(m.perms, "r-xp") != 0 || m.path[0] != 0)) {
+		printf("window-found %s %s\n", m.perms, m.path);
+		exit(1);
+	}
+	report("window-found", found);
+	if (found != 0)
+		exit(1);
+	printf("window-mapping %lx-%lx -\nwindow-stub %lx -\n", m.start, m.end, (unsigned long)stub);
+	long w = m.start, size = m.end - m.start;
+	raw("window-mprotect", sys(SYS_mprotect, w, size, PROT_READ | PROT_WRITE, 0, 0, 0));
+	raw("window-mmap", sys(SYS_mmap, w, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0));
+	raw("window-munmap", sys(SYS_munmap, w, size, 0, 0, 0, 0));
+	raw("window-madvise", sys(SYS_madvise, w, size, MADV_DONTNEED, 0, 0, 0));
+	report("window-getpid", lib_getpid());
+	const char *runtime[][2] = {{"libc", "libc.so.6"}, {"loader", "ld-linux-x86-64.so.2"}};
+	for (size_t i = 0; i < sizeof runtime / sizeof *runtime; i++) {
+		char what[64];
+		snprintf(what, sizeof what, "%s-found", runtime[i][0]);
+		found = find_mapping(0, runtime[i][1], "r-xp", &m);
+		report(what, found);
+		if (found != 0)
+			exit(1);
+		// Were it allowed, the next call into the runtime would fault.
+		snprintf(what, sizeof what, "%s-mprotect", runtime[i][0]);
+		raw(what, sys(SYS_mprotect, m.start, m.end - m.start, PROT_READ | PROT_WRITE, 0, 0, 0));
+	}
 }
 
 static int cleanups;
@@ -242,6 +462,12 @@ int main(int argc, char **argv)
 	} else if (strcmp(mode, "cancel") == 0) {
 		cancel("cancel-pending", 1);
 		cancel("cancel-blocked", 0);
+	} else if (strcmp(mode, "abi") == 0) {
+		abi();
+	} else if (strcmp(mode, "jit") == 0) {
+		raw("lib-jit-mkdir", ((long (*)(const char *))lib_fn("lib_jit_mkdir"))(path("jit")));
+	} else if (strcmp(mode, "window") == 0) {
+		window();
 	} else if (strcmp(mode, "exec") == 0 && argc > 3) {
 		execv(argv[3], argv + 3);
 		report("exec", -1);
