@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 // call is one system call and where the rule put it.
 type call struct {
 	name  string
-	owner string // object path, or "[runtime]"
+	owner string // object path, "[runtime]" or "[start-up]"
 	err   error
 }
 
@@ -100,7 +100,10 @@ func attributeStopped(t *testing.T, pid int, objs *attribute.Objects) call {
 	if err != nil {
 		return call{name: name, err: err}
 	}
-	if res.Object == nil {
+	switch {
+	case res.StartUp:
+		return call{name: name, owner: "[start-up]"}
+	case res.Object == nil:
 		return call{name: name, owner: "[runtime]"}
 	}
 	return call{name: name, owner: filepath.Base(res.Object.Path)}

@@ -14,6 +14,11 @@ type Result struct {
 	// executable memory object. It is nil when the call belongs to the
 	// runtime.
 	Object *Object
+	// StartUp marks a call of the runtime made while the dynamic loader
+	// starts the program: the thread's outermost frame is the loader's
+	// entry point, not the executable's. Such calls come before any of
+	// the program's own code (constructors aside, whose calls are theirs).
+	StartUp bool
 	// Frames is how many frames the unwind stepped out of.
 	Frames int
 	// StackBytes is how far above the stack pointer the unwind read.
@@ -65,7 +70,9 @@ func Attribute(s *Space, regs *unwind.Regs, mem unwind.Memory) (*Result, error) 
 		case owner != nil:
 			return result(c, owner), nil
 		case outermost:
-			return result(c, nil), nil
+			r := result(c, nil)
+			r.StartUp = m.Object.Runtime
+			return r, nil
 		}
 		err = c.Next()
 		if errors.Is(err, unwind.ErrNoFDE) && c.Depth() == 0 {

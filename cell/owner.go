@@ -18,6 +18,9 @@ const (
 	OwnerRuntime = runtimeCompartment
 	// OwnerUnattributed: a call the supervisor could not attribute.
 	OwnerUnattributed = "[unattributed]"
+	// OwnerStartUp: a call the dynamic loader makes starting an image
+	// the program executed (record.StartUpName): the rules' alone.
+	OwnerStartUp = "[start-up]"
 )
 
 // owner is who a supervised call belongs to.
@@ -27,8 +30,9 @@ type owner struct {
 	// label names the owner for the report: the compartment, OwnerRuntime,
 	// or the path of an object outside every compartment.
 	label string
-	// runtime marks the runtime's own calls.
-	runtime bool
+	// runtime marks the runtime's own calls, and startUp those of them
+	// the loader makes starting an image.
+	runtime, startUp bool
 }
 
 // notifiedRegs are the registers a notification and /proc/TID/syscall
@@ -75,6 +79,8 @@ func (s *supervisor) attribute(space *attribute.Space, regs *unwind.Regs, mem un
 		}
 	}
 	switch {
+	case res.StartUp:
+		return owner{label: OwnerStartUp, runtime: true, startUp: true}, res.Inputs, nil
 	case res.Object == nil:
 		return owner{compartment: runtimeCompartment, label: OwnerRuntime, runtime: true}, res.Inputs, nil
 	case res.Object.Kind == attribute.AnonExec:

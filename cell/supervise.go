@@ -143,9 +143,10 @@ func (s *supervisor) decide(n *notify.Notification) (owner, bool) {
 // allows says whether o may make call nr. The runtime's own calls are
 // bounded by the union alone, the filter having notified the call,
 // unless the policy gives the runtime a compartment of its own (as
-// package record writes one).
+// package record writes one); the loader's start-up calls always are,
+// as package record leaves them out of every compartment.
 func (s *supervisor) allows(o owner, nr uint32) bool {
-	if _, ok := s.spec.Allowed[runtimeCompartment]; o.runtime && !ok {
+	if _, ok := s.spec.Allowed[runtimeCompartment]; o.startUp || o.runtime && !ok {
 		return true
 	}
 	return s.spec.Allowed[o.compartment][nr]

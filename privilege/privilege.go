@@ -61,14 +61,19 @@ type Allowlists struct {
 	// WholeProcess says that the file has no compartments, so that its
 	// one compartment is the whole process, what its rules let run.
 	WholeProcess bool
+	// Outside are syscalls the process may make outside every
+	// compartment: a syscell policy's rules (the dynamic loader's
+	// start-up calls, which come before any compartment's filter), or
+	// syso's "[start-up]" counts. They count in the union only.
+	Outside []string
 }
 
 // Union is the compartment of the same process under a single seccomp
-// filter: every syscall some compartment may make. As syso does, it is
-// built from the compartments, whatever other rules the file holds, so
-// that P_seccomp ≥ P_A as the metric assumes.
+// filter: every syscall some compartment may make, as syso builds it, and
+// those the process may make outside them, which one filter for the whole
+// process must allow too. P_seccomp ≥ P_A, as the metric assumes.
 func (a *Allowlists) Union() Compartment {
-	var all []string
+	all := slices.Clone(a.Outside)
 	for _, c := range a.Compartments {
 		all = append(all, c.Syscalls...)
 	}

@@ -9,9 +9,9 @@ import (
 // compartments.
 const WholeProcessName = "whole process"
 
-// fromPolicy takes a syscell policy's compartments, as written; their
-// union stands for the whole process, and the rules are not consulted.
-// A policy without compartments (every OCI profile among them) is one
+// fromPolicy takes a syscell policy's compartments, as written, and what
+// its rules may let run outside them, which only the union counts. A
+// policy without compartments (every OCI profile among them) is one
 // compartment: the syscalls its rules may let run. Its reduction is 0.
 func fromPolicy(p *policy.Policy, f Format) *Allowlists {
 	a := &Allowlists{Source: p.Source, Format: f}
@@ -23,7 +23,9 @@ func fromPolicy(p *policy.Policy, f Format) *Allowlists {
 	if len(a.Compartments) == 0 {
 		a.WholeProcess = true
 		a.Compartments = []Compartment{newCompartment(Compartment{Name: WholeProcessName, Syscalls: mayRun(p)})}
+		return a
 	}
+	a.Outside = mayRun(p)
 	return a
 }
 

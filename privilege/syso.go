@@ -19,13 +19,20 @@ import (
 // (the calls syso could not attribute) included: that is how syso scored
 // addrfilter's evaluation, whose published figures this reproduces, and it
 // keeps every recorded call in the union. (addrfilter's enforcement
-// instead adds FAILED's calls to every compartment.)
+// instead adds FAILED's calls to every compartment.) syscell's recorder
+// adds "[start-up]", the dynamic loader's calls starting the program,
+// which come before any compartment's filter: they count in the union
+// only.
 func parseSyso(name string, data []byte) (*Allowlists, error) {
 	r := &sysoReader{name: name, data: data, dec: json.NewDecoder(bytes.NewReader(data))}
 	r.dec.UseNumber()
 	a := &Allowlists{Source: name, Format: Syso}
 	err := r.object("syso's counts", func(key string) error {
 		c, err := r.compartment(key)
+		if key == sysoStartUp {
+			a.Outside = c.Syscalls
+			return err
+		}
 		a.Compartments = append(a.Compartments, c)
 		return err
 	})
@@ -40,6 +47,9 @@ func parseSyso(name string, data []byte) (*Allowlists, error) {
 	}
 	return a, nil
 }
+
+// sysoStartUp is the key of the loader's start-up calls (record.StartUpName).
+const sysoStartUp = "[start-up]"
 
 // sysoReader walks a JSON document token by token, which is what tells it
 // the line each key was written on.

@@ -12,6 +12,11 @@ import (
 const (
 	RuntimeName  = "[runtime]"
 	AnonExecName = "[anon-exec]"
+	// StartUpName collects the calls the dynamic loader makes starting
+	// the program (attribute.Result.StartUp): they come before the
+	// per-library filter, so they are the rules' alone, never a
+	// compartment's (Recording.StartUp).
+	StartUpName = "[start-up]"
 )
 
 // Compartment is what a recording knows of one compartment.
@@ -44,12 +49,14 @@ type registry struct {
 const (
 	runtimeID uint32 = iota + 1
 	anonExecID
+	startUpID
 )
 
 func newRegistry() *registry {
 	r := &registry{ids: map[key]uint32{}}
 	r.add(key{special: RuntimeName}, &Compartment{Name: RuntimeName})
 	r.add(key{special: AnonExecName}, &Compartment{Name: AnonExecName})
+	r.add(key{special: StartUpName}, &Compartment{Name: StartUpName})
 	return r
 }
 
@@ -61,10 +68,13 @@ func (r *registry) add(k key, c *Compartment) uint32 {
 	return id
 }
 
-// id returns the number of the compartment obj belongs to (nil: the
-// runtime).
-func (r *registry) id(obj *attribute.Object) uint32 {
+// id returns the number of the compartment the rule's result res puts
+// the call in.
+func (r *registry) id(res *attribute.Result) uint32 {
+	obj := res.Object
 	switch {
+	case res.StartUp:
+		return startUpID
 	case obj == nil:
 		return runtimeID
 	case obj.Kind == attribute.AnonExec:

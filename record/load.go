@@ -159,6 +159,10 @@ func loadSyso(path string, data []byte) (*Recording, error) {
 		if c.Calls, err = sysoNames(path, data, name, calls); err != nil {
 			return nil, err
 		}
+		if name == StartUpName {
+			rec.StartUp = c.Calls
+			continue
+		}
 		rec.Compartments = append(rec.Compartments, c)
 	}
 	return rec, nil

@@ -12,7 +12,7 @@ import (
 // the one compartment of its path that has one, if there is exactly one.
 // The result does not depend on the order of recs.
 func Merge(recs ...*Recording) *Recording {
-	out := &Recording{Unknown: map[uint32]uint64{}}
+	out := &Recording{Unknown: map[uint32]uint64{}, StartUp: map[string]uint64{}}
 	ids := buildIDs(recs)
 	byKey := map[key]*Compartment{}
 	failures := map[failureKey]*Failure{}
@@ -76,6 +76,9 @@ func mergeKey(c *Compartment, ids map[string][]string) key {
 func mergeRest(out, rec *Recording, failures map[failureKey]*Failure) {
 	out.Arches = append(out.Arches, rec.Arches...)
 	out.Allowed = append(out.Allowed, rec.Allowed...)
+	for name, n := range rec.StartUp {
+		out.StartUp[name] += n
+	}
 	for nr, n := range rec.Unknown {
 		out.Unknown[nr] += n
 	}

@@ -41,6 +41,7 @@ func (r *Recording) arches() []syscalls.Arch {
 // union lists, sorted and once each, every call the program made.
 func (r *Recording) union() []string {
 	names := slices.Clone(r.Allowed)
+	names = append(names, sortedNames(r.StartUp)...)
 	for _, c := range r.Compartments {
 		names = append(names, sortedNames(c.Calls)...)
 	}
@@ -74,9 +75,10 @@ func (r *Recording) WriteTOML(w io.Writer) error {
 
 // WriteSyso writes the recording in the "syso JSON" of addrfilter's tools:
 // {"compartment": {"x86_64 syscall number": count}}, with the calls that
-// could not be attributed under "FAILED", as addrfilter writes them. The
-// format has no build-ids, ABIs or rules; a call without an x86_64 number
-// cannot be written.
+// could not be attributed under "FAILED", as addrfilter writes them, and
+// the loader's start-up calls under StartUpName. The format has no
+// build-ids, ABIs or rules; a call without an x86_64 number cannot be
+// written.
 func (r *Recording) WriteSyso(w io.Writer) error {
 	out := map[string]map[string]uint64{}
 	for _, c := range r.Compartments {
@@ -85,6 +87,13 @@ func (r *Recording) WriteSyso(w io.Writer) error {
 			return err
 		}
 		out[c.Name] = calls
+	}
+	if len(r.StartUp) > 0 {
+		calls, err := sysoCalls(StartUpName, r.StartUp)
+		if err != nil {
+			return err
+		}
+		out[StartUpName] = calls
 	}
 	failed := map[string]uint64{}
 	for i := range r.Failures {

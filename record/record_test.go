@@ -68,10 +68,13 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// owners maps fixture file names, [runtime] and [anon-exec] to the calls
-// attributed to them.
+// owners maps fixture file names, [runtime], [anon-exec] and [start-up]
+// to the calls attributed to them.
 func owners(rec *record.Recording) map[string][]string {
 	got := map[string][]string{}
+	for call := range rec.StartUp {
+		got[record.StartUpName] = append(got[record.StartUpName], call)
+	}
 	for _, c := range rec.Compartments {
 		name := c.Name
 		if c.Path != "" {

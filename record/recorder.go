@@ -172,7 +172,7 @@ func (r *recorder) syscall(e *trace.Syscall) error {
 		r.unattributed(known, e.Nr, name, func() { r.failure(err, name) })
 		return nil
 	}
-	key.Compartment = r.reg.id(res.Object)
+	key.Compartment = r.reg.id(res)
 	r.counts[key]++
 	if res.StackBytes > r.stats.StackNeeded {
 		r.stats.StackNeeded = res.StackBytes
@@ -335,8 +335,11 @@ func (r *recorder) finish(kernel map[trace.CountKey]uint64, lost trace.Lost) (*R
 		}
 	}
 	slices.Sort(rec.Arches)
-	for _, c := range r.reg.comps {
-		if len(c.Calls) > 0 {
+	for id, c := range r.reg.comps {
+		switch {
+		case uint32(id+1) == startUpID:
+			rec.StartUp = c.Calls
+		case len(c.Calls) > 0:
 			rec.Compartments = append(rec.Compartments, c)
 		}
 	}

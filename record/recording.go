@@ -15,6 +15,10 @@ import (
 type Recording struct {
 	// Compartments that made calls, sorted by name.
 	Compartments []*Compartment
+	// StartUp counts, by syscall name, the calls the dynamic loader made
+	// starting the program (StartUpName), which a policy allows in its
+	// rules only.
+	StartUp map[string]uint64
 	// Arches are the ABIs the program made calls through.
 	Arches []syscalls.Arch
 	// Failures are the calls that could not be attributed, grouped by
@@ -86,7 +90,7 @@ func (r *Recording) Calls() uint64 {
 	for i := range r.Failures {
 		n += r.Failures[i].Total()
 	}
-	return n + sum(r.Unknown)
+	return n + sum(r.Unknown) + sum(r.StartUp)
 }
 
 // Unattributed returns the number of calls that could not be attributed.
@@ -108,6 +112,9 @@ func (r *Recording) Summary() string {
 	s := &r.Stats
 	fmt.Fprintf(&b, "recorded %s of %s (%s, %s) in %s\n", count(r.Calls(), "call"), count(s.Processes, "process"),
 		count(s.Threads, "thread"), count(s.Execs, "exec"), count(len(r.Compartments), "compartment"))
+	if n := sum(r.StartUp); n > 0 {
+		fmt.Fprintf(&b, "  %s by the loader starting the program, before any of its code: in the rules, in no compartment\n", count(n, "call"))
+	}
 	fmt.Fprintf(&b, "  %d attributed in the kernel from %d learnt paths, %d from stack snapshots (%d before their path was learnt; %d paths too long to learn)\n",
 		s.Counted, s.Paths, s.Snapshots, s.Repeated, s.Unlearnable)
 	fmt.Fprintf(&b, "  deepest unwind read %d bytes of the stack (%s); snapshots copy %d\n", s.StackNeeded, s.StackNeededBy, s.StackCopy)

@@ -30,13 +30,15 @@ func scoreCommand() *cobra.Command {
 		Long: `Score the privilege of each compartment of FILE with addrfilter's metric:
 a compartment's privilege P_C is the sum of the danger scores (1, 2 or 3, by
 --ranking) of the distinct syscalls it may make; the application's, P_A, is
-that of its most privileged compartment; P_seccomp is that of the union of
-all compartments, the whole process under one seccomp filter; and the
+that of its most privileged compartment; P_seccomp is that of the whole
+process under one seccomp filter: the union of all compartments and of the
+calls made outside them (the rules of a syscell policy, which allow the
+loader's start-up calls; syso's "[start-up]"); and the
 reduction is (P_seccomp - P_A) / P_seccomp x 100. Each compartment's own
 reduction is the same with its P_C for P_A.
 
 FILE is told apart by content: a syscell policy (its compartments, as
-written; the rules are not consulted), an OCI profile, addrfilter's TOML
+written, and its rules for the union), an OCI profile, addrfilter's TOML
 whitelist ([files] mapping libraries to x86_64 syscall numbers) or syso's
 JSON counts ({"/path": {"nr": count}}). Every key of addrfilter's and syso's
 files is a compartment, FAILED included, as syso scored them. A policy
