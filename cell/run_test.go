@@ -114,6 +114,11 @@ func TestCompartments(t *testing.T) {
 			supervised: []string{"prog getpid false"}},
 		{mode: "exec", extra: execProg("stdio"), want: map[string]string{"lib-fopen": "-1 EPERM", "main-fopen": "0 -"},
 			supervised: []string{"libmk.so openat false", "prog openat true"}},
+		// libmk.so starts prog again, in lib mode, by vfork and by
+		// posix_spawn: the children share its memory until their
+		// execve, whose new image runs under the same filter.
+		{mode: "vfork", extra: execProg("lib"), want: map[string]string{
+			"vfork-status": "0 -", "spawn-status": "0 -", "lib-getpid": pid, "lib-mkdir": "-1 EPERM"}},
 		// pthread_cancel's getpid comes from libc, called by libgetpid.so;
 		// so does the cancelled thread's, from the signal handler that
 		// interrupted libgetpid.so's stub.

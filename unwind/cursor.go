@@ -136,7 +136,7 @@ func (c *Cursor) apply(row *Row) error {
 		return errors.New("no rule recovers the return address")
 	}
 	if !row.Signal {
-		if err := c.movesUp(cfa); err != nil {
+		if err := c.movesUp(cfa, row.Regs[RA].Kind == RuleRegister); err != nil {
 			return err
 		}
 	}
@@ -153,16 +153,19 @@ func (c *Cursor) apply(row *Row) error {
 }
 
 // movesUp checks that the caller's stack pointer (the CFA) is above the
-// frame's: a call pushes at least the return address. Where one of the two
-// is relative to the entry stack pointer and the other is not, comparing
-// them would make the absolute stack pointer an input of every unwind
-// through a frame-pointer frame; MaxFrames bounds those unwinds instead.
-func (c *Cursor) movesUp(cfa value) error {
+// frame's: a call pushes at least the return address. A frame that holds
+// its return address in a register instead may leave the CFA at the stack
+// pointer (glibc's vfork pops it into rdi, so that the child's use of the
+// shared stack cannot clobber it). Where one of the two is relative to
+// the entry stack pointer and the other is not, comparing them would make
+// the absolute stack pointer an input of every unwind through a
+// frame-pointer frame; MaxFrames bounds those unwinds instead.
+func (c *Cursor) movesUp(cfa value, raInRegister bool) error {
 	sp, err := c.read(&c.locs, RSP)
 	if err != nil {
 		return err
 	}
-	if sp.spRel == cfa.spRel && cfa.v <= sp.v {
+	if sp.spRel == cfa.spRel && (cfa.v < sp.v || cfa.v == sp.v && !raInRegister) {
 		return fmt.Errorf("CFA %#x at or below the stack pointer %#x: %w", cfa.v, sp.v, ErrLoop)
 	}
 	return nil
@@ -195,7 +198,13 @@ func (c *Cursor) rule(rule Rule, reg Reg, cfa *value) (loc, error) {
 		if int(rule.Reg) >= NumRegs {
 			return loc{}, fmt.Errorf("copied from untracked register %d", rule.Reg)
 		}
-		return c.locs[rule.Reg], nil
+		// Read now: a loc left at the entry value would be read later
+		// as the entry value of the register it is copied into.
+		v, err := c.read(&c.locs, rule.Reg)
+		if err != nil {
+			return loc{}, err
+		}
+		return loc{kind: locValue, val: v}, nil
 	case RuleExpression, RuleValExpression:
 		v, err := c.eval(rule.Expr, &c.locs, cfa, cfa)
 		if err != nil {

@@ -1,14 +1,20 @@
 // libmk.so: its compartment may make only the calls every compartment
 // may. Its constructor tries mkdir($PROG_CTOR_DIR) before main runs; its
 // other functions try mkdir by every way around its compartment's
-// bindings: another ABI, and code of its own making.
+// bindings: another ABI, and code of its own making. It also starts
+// programs by vfork and posix_spawn, whose children share its memory.
 #include <errno.h>
 #include <stdint.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
 
 int lib_ctor_result = 1, lib_ctor_errno;
 
@@ -90,4 +96,29 @@ long lib_jit_mkdir(const char *path)
 	long ret = ((long (*)(const char *, long))(void *)page)(path, 0700);
 	munmap(page, 4096);
 	return ret;
+}
+
+// lib_vfork_exec runs argv[0] in a child made by vfork, which shares this
+// process's memory until its execve, and returns the child's wait status,
+// or -1.
+int lib_vfork_exec(char *const argv[])
+{
+	pid_t child = vfork();
+	if (child == 0) {
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	int status;
+	return child < 0 || waitpid(child, &status, 0) != child ? -1 : status;
+}
+
+// lib_spawn runs argv[0] with posix_spawn, glibc's clone(CLONE_VM |
+// CLONE_VFORK) and execve, and returns its wait status, or -1.
+int lib_spawn(char *const argv[])
+{
+	pid_t child;
+	int status;
+	if (posix_spawn(&child, argv[0], NULL, NULL, argv, environ) != 0)
+		return -1;
+	return waitpid(child, &status, 0) != child ? -1 : status;
 }

@@ -23,6 +23,9 @@
 //            opens DIR/file through libmk.so and does what lib does
 //            (DIR/after)
 //   exec     executes argv[3] (with the arguments that follow)
+//   vfork    libmk.so runs argv[3] (with the arguments that follow) in a
+//            child made by vfork, then by posix_spawn: "vfork-status N"
+//            and "spawn-status N", each child's wait status
 //   cancel   cancels a thread in libgetpid.so's pause: once with the
 //            request pending before the call, once while it waits (the
 //            request comes from libgetpid.so, which may call getpid)
@@ -468,6 +471,12 @@ int main(int argc, char **argv)
 		raw("lib-jit-mkdir", ((long (*)(const char *))lib_fn("lib_jit_mkdir"))(path("jit")));
 	} else if (strcmp(mode, "window") == 0) {
 		window();
+	} else if (strcmp(mode, "vfork") == 0 && argc > 3) {
+		int (*run)(char *const[]) = (int (*)(char *const[]))lib_fn("lib_vfork_exec");
+		printf("vfork-status %d -\n", run(argv + 3));
+		fflush(stdout);
+		run = (int (*)(char *const[]))lib_fn("lib_spawn");
+		printf("spawn-status %d -\n", run(argv + 3));
 	} else if (strcmp(mode, "exec") == 0 && argc > 3) {
 		execv(argv[3], argv + 3);
 		report("exec", -1);
