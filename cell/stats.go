@@ -15,7 +15,8 @@ type Supervised struct {
 	Owner string `json:"owner"`
 	// Syscall is the x86_64 name of the call.
 	Syscall string `json:"syscall"`
-	// Allowed is the verdict: the call ran, or was denied.
+	// Allowed is the verdict: the call ran, or was denied (in audit mode
+	// a denied call runs all the same).
 	Allowed bool `json:"allowed"`
 	// Count is how many such calls there were.
 	Count int `json:"count"`

@@ -88,13 +88,13 @@ func (s *supervisor) stop() {
 // answer decides one notification and answers it.
 func (s *supervisor) answer(n *notify.Notification) error {
 	act := s.spec.Verdict(n.Data.Arch, n.Data.Nr, n.Data.IP, n.Data.Args)
+	supervised := act == compartment.Supervise
 	var label string
-	if act == compartment.Supervise {
-		o, allow := s.decide(n)
-		act, label = s.spec.Union.Default, o.label
-		if allow {
-			act = policy.ActAllow
-		}
+	var unattributed error
+	if supervised {
+		var o owner
+		o, act, unattributed = s.decide(n)
+		label = o.label
 	} else if act != policy.ActAllow {
 		label = s.filterOwner(n)
 	}
@@ -105,9 +105,14 @@ func (s *supervisor) answer(n *notify.Notification) error {
 		}
 	}
 	// The notification still pending proves that the thread read while
-	// deciding was the caller, not a later thread with its id.
+	// deciding was the caller, not a later thread with its id; a call
+	// withdrawn meanwhile (a signal interrupted it) is neither counted
+	// nor answered.
 	if err := s.l.Valid(n.ID); err != nil {
 		return ignoreGone(err)
+	}
+	if supervised {
+		s.stats.count(label, n.Data.Nr, act == policy.ActAllow, unattributed)
 	}
 	if act == policy.ActAllow {
 		return ignoreGone(s.l.Respond(notify.Response{ID: n.ID, Continue: true}))
@@ -122,22 +127,21 @@ func (s *supervisor) answer(n *notify.Notification) error {
 	return s.deny(n, act)
 }
 
-// decide attributes a caller-dependent call and says whether its owner
-// may make it, counting it in the stats.
-func (s *supervisor) decide(n *notify.Notification) (owner, bool) {
+// decide attributes a caller-dependent call and returns its owner and
+// its verdict: allowed if the owner may make it, else the union's
+// default. A call it cannot attribute is denied, and why is returned.
+func (s *supervisor) decide(n *notify.Notification) (owner, policy.Action, error) {
 	o, err := s.owner(n)
-	if errors.Is(err, errRetry) {
-		if s.l.Valid(n.ID) != nil {
-			return o, false // the kernel notifies the call anew
-		}
+	if errors.Is(err, errRetry) && s.l.Valid(n.ID) == nil {
 		o, err = s.owner(n)
 	}
-	allow := err == nil && s.allows(o, n.Data.Nr)
 	if err != nil {
-		o = owner{label: OwnerUnattributed}
+		return owner{label: OwnerUnattributed}, s.spec.Union.Default, err
 	}
-	s.stats.count(o.label, n.Data.Nr, allow, err)
-	return o, allow
+	if s.allows(o, n.Data.Nr) {
+		return o, policy.ActAllow, nil
+	}
+	return o, s.spec.Union.Default, nil
 }
 
 // allows says whether o may make call nr. The runtime's own calls are

@@ -13,7 +13,8 @@ import (
 
 // Policy returns the recording as a policy: calls no rule allows fail with
 // EPERM; one rule allows the union of every compartment's calls (and of
-// the calls that could not be attributed, which happened all the same);
+// the calls that could not be attributed, which happened all the same,
+// the loader's start-up calls and restart_syscall);
 // each compartment lists its calls. The options annotate each
 // compartment's calls with their counts.
 func (r *Recording) Policy() (*policy.Policy, policy.WriteOptions) {
@@ -38,9 +39,16 @@ func (r *Recording) arches() []syscalls.Arch {
 	return slices.Clone(r.Arches)
 }
 
-// union lists, sorted and once each, every call the program made.
+// alwaysAllowed are calls a policy must allow though a recorded run may
+// not show them: the kernel makes a thread issue restart_syscall to
+// resume a sleep a stop signal (SIGSTOP, then SIGCONT) interrupted, which
+// depends on what happens to the process, not on what it does.
+var alwaysAllowed = []string{"restart_syscall"}
+
+// union lists, sorted and once each, every call the program made, and
+// alwaysAllowed.
 func (r *Recording) union() []string {
-	names := slices.Clone(r.Allowed)
+	names := append(slices.Clone(r.Allowed), alwaysAllowed...)
 	names = append(names, sortedNames(r.StartUp)...)
 	for _, c := range r.Compartments {
 		names = append(names, sortedNames(c.Calls)...)

@@ -6,8 +6,10 @@
 # NGINX_SECONDS (default 10; addrfilter ran 30), then stopped with SIGTERM
 # (nginx's fast shutdown: the master stops its workers and exits).
 #
-#   bench/servers/nginx.sh OUT.toml [syscell record flags, e.g. --merge FILE]
-source "$(dirname "$0")/lib.sh"
+#   bench/servers/nginx.sh record OUT.toml [syscell record flags, e.g. --merge FILE]
+#
+# or sourced by throughput.sh (lib.sh).
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 PACKAGES=(nginx wrk)
 NGINX_SECONDS=${NGINX_SECONDS:-10}
@@ -64,4 +66,8 @@ server_load() {
 	timeout $((NGINX_SECONDS + 30)) wrk -t 2 -c 200 -d "${NGINX_SECONDS}s" --latency "http://127.0.0.1:$PORT/index.html"
 }
 
-record_run "$@"
+server_quick() { NGINX_SECONDS=2; }
+
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+	server_main "$@"
+fi

@@ -8,12 +8,14 @@
 # both over TCP, then SIGTERM (a smart shutdown: no client is left, so it
 # exits at once, after a checkpoint).
 #
-#   bench/servers/postgres.sh OUT.toml [syscell record flags, e.g. --merge FILE]
-source "$(dirname "$0")/lib.sh"
+#   bench/servers/postgres.sh record OUT.toml [syscell record flags, e.g. --merge FILE]
+#
+# or sourced by throughput.sh (lib.sh).
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 PACKAGES=(postgresql postgresql-contrib)
 PG_SECONDS=${PG_SECONDS:-10}
-RECORD_AS=postgres
+RUN_AS=postgres
 
 pg_bin() {
 	local v
@@ -42,4 +44,8 @@ server_load() {
 		-c 4 -j 2 -T "$PG_SECONDS" postgres
 }
 
-record_run "$@"
+server_quick() { PG_SECONDS=2; }
+
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+	server_main "$@"
+fi

@@ -2,7 +2,7 @@
 # Records servers from Debian's packages under load, three runs each,
 # merged, and scores the merged policies with addrfilter's privilege metric:
 #
-#   bench/servers/record.sh redis|nginx|postgres|all OUTDIR
+#   bench/servers/record.sh redis|nginx|postgres|fio|all OUTDIR
 #
 # For each SERVER, OUTDIR gets
 #
@@ -17,30 +17,31 @@
 #                                 only into a run: there is no merge without
 #                                 a command); each run's recorder summary
 #                                 (.log), server output (.server.log) and
-#                                 load output (.load.log); the runs
+#                                 load output (.load.log; fio, its own
+#                                 load, has no .server.log); the runs
 #                                 compared with `syscell diff`; the
 #                                 package versions
 #
 # and OUTDIR/summary.md is rewritten from every SERVER in OUTDIR
-# (summary.py). Each run is a server script of this directory (redis.sh,
-# nginx.sh, postgres.sh), which installs what it needs with apt-get. RUNS
-# (default 3) changes the number of runs; STACK_BYTES and ALLOW_LOSSY are
-# passed on (lib.sh).
+# (summary.py). Each run is `SERVER.sh record RUN.toml` of this directory
+# (redis.sh, nginx.sh, postgres.sh, fio.sh), which installs what it needs
+# with apt-get. RUNS (default 3) changes the number of runs; STACK_BYTES
+# and ALLOW_LOSSY are passed on (lib.sh).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-servers=(redis nginx postgres)
+servers=(redis nginx postgres fio)
 RUNS=${RUNS:-3}
 
 usage() {
-	echo "usage: $0 redis|nginx|postgres|all OUTDIR" >&2
+	echo "usage: $0 redis|nginx|postgres|fio|all OUTDIR" >&2
 	exit 2
 }
 [[ $# -eq 2 ]] || usage
 case $1 in
 all) selected=("${servers[@]}") ;;
-redis | nginx | postgres) selected=("$1") ;;
+redis | nginx | postgres | fio) selected=("$1") ;;
 *) usage ;;
 esac
 mkdir -p "$2"
@@ -73,10 +74,10 @@ record_server() {
 	mkdir -p "$runs"
 	for ((i = 1; i <= RUNS; i++)); do
 		if ((i < RUNS)); then
-			"$here/$server.sh" "$runs/run-$i.toml"
+			"$here/$server.sh" record "$runs/run-$i.toml"
 			flags+=(--merge "$runs/run-$i.toml")
 		else
-			"$here/$server.sh" "$runs/run-$i-merged.toml" "${flags[@]}"
+			"$here/$server.sh" record "$runs/run-$i-merged.toml" "${flags[@]}"
 		fi
 	done
 	echo "$server: $RUNS runs in $((SECONDS - start))s" >&2
@@ -86,6 +87,7 @@ record_server() {
 	redis) versions redis-server redis-tools ;;
 	nginx) versions nginx nginx-common wrk ;;
 	postgres) versions postgresql postgresql-15 postgresql-client-15 ;;
+	fio) versions fio ;;
 	esac >"$runs/versions.txt"
 
 	# How much a run adds to the ones before it. Relative paths, as the

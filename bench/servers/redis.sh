@@ -6,8 +6,10 @@
 # 100000 would take several times longer on two cores), then stopped with
 # SIGTERM (a clean shutdown without saving).
 #
-#   bench/servers/redis.sh OUT.toml [syscell record flags, e.g. --merge FILE]
-source "$(dirname "$0")/lib.sh"
+#   bench/servers/redis.sh record OUT.toml [syscell record flags, e.g. --merge FILE]
+#
+# or sourced by throughput.sh (lib.sh).
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 PACKAGES=(redis-server redis-tools)
 REDIS_REQUESTS=${REDIS_REQUESTS:-20000}
@@ -23,4 +25,8 @@ server_load() {
 	timeout 120 redis-benchmark -h 127.0.0.1 -p "$PORT" -c 48 -n "$REDIS_REQUESTS" --csv
 }
 
-record_run "$@"
+server_quick() { REDIS_REQUESTS=2000; }
+
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+	server_main "$@"
+fi

@@ -14,7 +14,7 @@ import os
 import re
 import sys
 
-SERVERS = ["redis", "nginx", "postgres"]
+SERVERS = ["redis", "nginx", "postgres", "fio"]
 RANKINGS = ["younis2014", "default"]
 
 # addrfilter's Table "Privilege reduction when using addrfilter over
@@ -24,9 +24,10 @@ ADDRFILTER = {
     "redis": (119, 53, 55.46, "Redis 7.0.15; redis-benchmark -c 48, defaults"),
     "nginx": (78, 59, 24.35, "Nginx 1.24.0; wrk -c 200 -t 4, 30 s"),
     "postgres": (93, 71, 23.66, "PostgreSQL 16.8; pgbench -c 48 -j 48 -T 30"),
+    "fio": (45, 20, 55.56, "fio 3.39; sequential 1 MiB direct writes, 16 jobs, iodepth 64, 30 s"),
 }
 
-PACKAGE = {"redis": "redis-server", "nginx": "nginx", "postgres": "postgresql-15"}
+PACKAGE = {"redis": "redis-server", "nginx": "nginx", "postgres": "postgresql-15", "fio": "fio"}
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 UNISTD = "/usr/include/x86_64-linux-gnu/asm/unistd_64.h"
@@ -125,6 +126,13 @@ def load(outdir, server, run):
     if server == "nginx":
         m = re.search(r"(\d+) requests in ([\d.]+s)", text)
         return f"{m.group(1)} requests in {m.group(2)}" if m else "?"
+    if server == "fio":
+        try:
+            job = json.loads(text[text.index("{"):])["jobs"][0]
+        except (ValueError, KeyError, IndexError):
+            return "?"
+        ios = job["read"]["total_ios"] + job["write"]["total_ios"]
+        return f"{ios} I/Os ({job['read']['iops'] + job['write']['iops']:.0f} IOPS)"
     m = re.search(r"number of transactions actually processed: (\d+)", text)
     return f"{m.group(1)} transactions" if m else "?"
 
