@@ -247,6 +247,17 @@ func (o *Objects) entryRange(obj *Object, entry uint64) [2]uint64 {
 	return [2]uint64{entry, t.NextStart(entry)}
 }
 
+// FileBuildID returns the GNU build-id, in hex, of the ELF file at path,
+// or "" if it has none: what a recorded compartment's build-id names.
+func FileBuildID(path string) (string, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	return buildID(f), nil
+}
+
 // buildID returns the GNU build-id of an ELF file in hex, read from its
 // PT_NOTE segments, or "".
 func buildID(f *elf.File) string {

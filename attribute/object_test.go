@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -45,6 +47,29 @@ func TestNoteBuildID(t *testing.T) {
 		if got := noteBuildID(c.notes, c.align); got != c.want {
 			t.Errorf("%s: build-id %q, want %q", c.name, got, c.want)
 		}
+	}
+}
+
+// TestFileBuildID reads libc's build-id and compares it with what
+// readelf says.
+func TestFileBuildID(t *testing.T) {
+	const libc = "/lib/x86_64-linux-gnu/libc.so.6"
+	readelf, err := exec.LookPath("readelf")
+	if err != nil {
+		t.Skipf("SKIPPED: readelf is the oracle and is missing: %v", err)
+	}
+	out, err := exec.Command(readelf, "-n", libc).Output()
+	if err != nil {
+		t.Skipf("SKIPPED: %s: %v", libc, err)
+	}
+	_, after, ok := strings.Cut(string(out), "Build ID: ")
+	want, _, _ := strings.Cut(after, "\n")
+	got, err := FileBuildID(libc)
+	if err != nil || !ok || got != want {
+		t.Errorf("FileBuildID(%s) = %q, %v; readelf says %q", libc, got, err, want)
+	}
+	if _, err := FileBuildID("/nonexistent"); err == nil {
+		t.Error("FileBuildID of a missing file: no error")
 	}
 }
 

@@ -1,7 +1,8 @@
-// Package integration runs what syscell exports in real container
-// runtimes: OCI bundles whose seccomp profile comes from the syscell
-// binary's export command, run with runc and with crun. It holds tests
-// only, which need root.
+// Package integration runs syscell with real software: OCI bundles whose
+// seccomp profile comes from the syscell binary's export command, run
+// with runc and with crun; and Debian's servers under the per-library
+// policies recorded for them (servers_test.go). It holds tests only,
+// which need root.
 package integration
 
 import (

@@ -9,6 +9,7 @@ packages=(
 	libseccomp-dev python3-seccomp # libseccomp, the baseline compiler
 	strace runc crun               # tracing and container runtimes
 	gcc libc6-dev make             # C; libc6-dev: static libc (integration/'s probe)
+	redis-server redis-tools nginx wrk postgresql postgresql-contrib fio # integration/'s servers
 )
 
 missing=()
