@@ -163,7 +163,7 @@ func (c *runCmd) run(cmd *cobra.Command, args []string) error {
 	// CMD ran: what happened to it is said even if supervising it failed.
 	tell(cmd.ErrOrStderr(), mode, args[0], res)
 	if report != nil {
-		err = errors.Join(err, writeRunReport(report, newRunReport(mode, c.policy, args, res)))
+		err = errors.Join(err, writeJSONReport(report, newRunReport(mode, c.policy, args, res)))
 	}
 	if err != nil {
 		return err
@@ -286,7 +286,8 @@ func newRunReport(mode enforce.Mode, policy string, command []string, res *enfor
 	return r
 }
 
-func writeRunReport(f *os.File, r runReport) error {
+// writeJSONReport writes a --report, r as indented JSON, and closes f.
+func writeJSONReport(f *os.File, r any) error {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err == nil {
 		_, err = f.Write(append(b, '\n'))

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -164,15 +163,5 @@ func writeCellReport(f *os.File, mode enforce.Mode, policy string, command []str
 	if r.Denied == nil {
 		r.Denied = []cell.Denied{}
 	}
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err == nil {
-		_, err = f.Write(append(b, '\n'))
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write report %s: %w", f.Name(), err)
-	}
-	return nil
+	return writeJSONReport(f, r)
 }
