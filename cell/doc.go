@@ -50,5 +50,15 @@
 // finds what the first image left for it there, maps the stub window
 // where it was, reserves the code ranges the filter attributes to
 // compartments, and refuses to run an object whose code lies in another
-// compartment's range.
+// compartment's range. Every exec is supervised, and one whose
+// environment drops the audit library fails with EPERM.
+//
+// # Modes
+//
+// Options.Mode is what happens to the calls the policy stops, as for a
+// whole-process policy (package enforce): Enforce gives them the policy's
+// action, in the kernel where the filter decides; Audit and Complain have
+// the filter notify every one of them, and the supervisor counts each by
+// who made it (Result.Denied) and lets it run (Audit) or fails it with an
+// errno (Complain).
 package cell
