@@ -23,27 +23,37 @@ const maxInterpreters = 4
 // checkExecutable makes sure that the loader will load the audit library
 // into path, following #! interpreters.
 func checkExecutable(path string) error {
+	return checkChain("", path, true)
+}
+
+// checkExecuted is checkExecutable for an image the program executes under
+// its filter: no_new_privs, which the filter set, keeps a set-user-ID or
+// file-capability program from raising privileges, so the loader loads
+// the library into it too. root is the program's root directory, under
+// which interpreters are found.
+func checkExecuted(root, path string) error {
+	return checkChain(root, path, false)
+}
+
+// checkChain checks path and the #! interpreters it names, found under
+// root; privileges says whether programs that raise them are refused.
+func checkChain(root, path string, privileges bool) error {
 	for range maxInterpreters {
-		interp, err := checkFile(path)
+		interp, err := checkFile(path, privileges)
 		if err != nil || interp == "" {
 			return err
 		}
-		path = interp
+		path = root + interp
 	}
 	return fmt.Errorf("cell: %s: more than %d #! interpreters", path, maxInterpreters)
 }
 
 // checkFile checks one file, and returns the interpreter a script names.
-func checkFile(path string) (string, error) {
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
-		return "", fmt.Errorf("cell: %s: %w", path, err)
-	}
-	if st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
-		return "", fmt.Errorf("cell: %s is set-user-ID or set-group-ID: %w", path, ErrNotAuditable)
-	}
-	if _, err := unix.Getxattr(path, "security.capability", nil); err == nil {
-		return "", fmt.Errorf("cell: %s has file capabilities: %w", path, ErrNotAuditable)
+func checkFile(path string, privileges bool) (string, error) {
+	if privileges {
+		if err := checkPrivileges(path); err != nil {
+			return "", err
+		}
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -68,4 +78,20 @@ func checkFile(path string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("cell: %s is statically linked: %w", path, ErrNotAuditable)
+}
+
+// checkPrivileges refuses a program whose execution raises privileges,
+// for which the loader ignores LD_AUDIT.
+func checkPrivileges(path string) error {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return fmt.Errorf("cell: %s: %w", path, err)
+	}
+	if st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
+		return fmt.Errorf("cell: %s is set-user-ID or set-group-ID: %w", path, ErrNotAuditable)
+	}
+	if _, err := unix.Getxattr(path, "security.capability", nil); err == nil {
+		return fmt.Errorf("cell: %s has file capabilities: %w", path, ErrNotAuditable)
+	}
+	return nil
 }

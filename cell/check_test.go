@@ -50,3 +50,26 @@ func TestCheckExecutable(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckExecuted: under no_new_privs a set-user-ID program raises no
+// privilege, so an image the program executes may be one; a static one
+// still may not.
+func TestCheckExecuted(t *testing.T) {
+	dynamic, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Skipf("SKIPPED: no /bin/true to copy: %v", err)
+	}
+	setuid := filepath.Join(t.TempDir(), "setuid")
+	if err := os.WriteFile(setuid, dynamic, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(setuid, os.ModeSetuid|0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkExecuted("/", setuid); err != nil {
+		t.Errorf("set-user-ID: %v", err)
+	}
+	if err := checkExecuted("/", "/sbin/ldconfig"); !errors.Is(err, ErrNotAuditable) {
+		t.Errorf("static: %v, want it to wrap %v", err, ErrNotAuditable)
+	}
+}

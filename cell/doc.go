@@ -51,7 +51,8 @@
 // where it was, reserves the code ranges the filter attributes to
 // compartments, and refuses to run an object whose code lies in another
 // compartment's range. Every exec is supervised, and one whose
-// environment drops the audit library fails with EPERM.
+// environment drops the audit library, or that starts a statically
+// linked program, fails with EPERM.
 //
 // # Modes
 //

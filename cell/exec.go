@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -18,10 +19,10 @@ import (
 // The filter outlives execve with the layout it was compiled for. An
 // image the audit library is loaded into reserves that layout's ranges
 // and stub window (audit/inherit.c); an image started without it (an
-// environment that dropped LD_AUDIT or SYSCELL_CELL) could put its own
-// code where a compartment's was, and have the filter take its calls for
-// that compartment's. So every execve is notified, and one whose
-// environment lacks what the audit library needs fails with EPERM.
+// environment that dropped LD_AUDIT or SYSCELL_CELL, or a statically
+// linked program) could put its own code where a compartment's was, and
+// have the filter take its calls for that compartment's. So every execve
+// is notified, and one that would start such an image fails with EPERM.
 
 // execCalls are the calls that start a new image, notified whatever the
 // policy says of them.
@@ -58,11 +59,56 @@ func isExec(n *notify.Notification) bool {
 	return n.Data.Arch == syscalls.AuditArchX86_64 && slices.Contains(execCalls, n.Data.Nr)
 }
 
+// checkExec checks that the image the notified exec starts will load the
+// audit library library with the inherited layout: its environment must
+// name both, and the program must be one the loader loads it into (not
+// statically linked). The caller can change the arguments after the
+// check, as it can any argument a supervisor reads, or the file; the
+// check is against programs that drop the variables or execute a static
+// program, not against code racing the supervisor.
+func checkExec(n *notify.Notification, library string) error {
+	if err := checkExecEnv(n, library); err != nil {
+		return err
+	}
+	root, path, err := execTarget(n)
+	if err != nil {
+		return nil // the kernel fails the exec itself
+	}
+	if err := checkExecuted(root, path); errors.Is(err, ErrNotAuditable) {
+		return err
+	}
+	return nil
+}
+
+// execTarget is the file the notified exec names, as the supervisor can
+// open it: under the caller's root, relative to its working directory or
+// to the directory descriptor execveat names.
+func execTarget(n *notify.Notification) (root, path string, err error) {
+	proc := fmt.Sprintf("/proc/%d/", n.Pid)
+	dir, pathArg := proc+"cwd", n.Data.Args[0]
+	if n.Data.Nr == unix.SYS_EXECVEAT {
+		pathArg = n.Data.Args[1]
+		if fd := int32(n.Data.Args[0]); fd != unix.AT_FDCWD {
+			dir = proc + "fd/" + strconv.Itoa(int(fd))
+		}
+	}
+	name, err := readString(n.Pid, pathArg, unix.PathMax)
+	switch {
+	case err != nil:
+		return "", "", err
+	case name == "":
+		return proc + "root", dir, nil // execveat with AT_EMPTY_PATH
+	case strings.HasPrefix(name, "/"):
+		return proc + "root", proc + "root" + name, nil
+	}
+	// Not filepath.Join: ".." must be resolved by the kernel, past the
+	// magic link, not lexically into /proc.
+	return proc + "root", dir + "/" + name, nil
+}
+
 // checkExecEnv reads the environment the notified exec passes and checks
 // that it loads the audit library library and carries the inherited
-// layout. The caller can change the environment after the check (as it
-// can any argument a supervisor reads); the check is against programs
-// that drop the variables, not against code racing the supervisor.
+// layout.
 func checkExecEnv(n *notify.Notification, library string) error {
 	envp := n.Data.Args[envpArg[n.Data.Nr]]
 	audit, layout := false, false

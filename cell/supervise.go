@@ -100,7 +100,7 @@ func (s *supervisor) answer(n *notify.Notification) error {
 	}
 	var why error
 	if act == policy.ActAllow && isExec(n) {
-		if why = checkExecEnv(n, s.library); why != nil {
+		if why = checkExec(n, s.library); why != nil {
 			act, label = policy.ActEPERM, s.filterOwner(n)
 		}
 	}
