@@ -114,6 +114,10 @@ func TestCompartments(t *testing.T) {
 			supervised: []string{"prog getpid false"}},
 		{mode: "exec", extra: execProg("stdio"), want: map[string]string{"lib-fopen": "-1 EPERM", "main-fopen": "0 -"},
 			supervised: []string{"libmk.so openat false", "prog openat true"}},
+		// An image executed by an executed image inherits the same.
+		{mode: "exec", extra: func(dir, scratch string) []string {
+			return append(execProg("exec")(dir, scratch), execProg("lib")(dir, scratch)...)
+		}, want: map[string]string{"lib-getpid": pid, "lib-mkdir": "-1 EPERM"}},
 		// libmk.so starts prog again, in lib mode, by vfork and by
 		// posix_spawn: the children share its memory until their
 		// execve, whose new image runs under the same filter.
