@@ -4,7 +4,10 @@
 # guard (LD_PRELOAD), RUNS times (default 3), printed as a markdown table of
 # median runtime, peak RSS and peak memory, their ratios and geomeans:
 #
-#   bench/heapguard/run.sh [RUNS]
+#   bench/heapguard/run.sh [RUNS] [WORKLOAD...]
+#
+# Naming workloads measures only those (and skips the primitives), e.g.
+# bench/heapguard/run.sh 3 larson python-dict.
 #
 # Peak RSS is /usr/bin/time's maximum resident set size. It counts a page
 # once per mapping, and the guard maps a heap frame once per object in it,
@@ -16,6 +19,7 @@
 set -euo pipefail
 
 runs=${1:-3}
+only=("${@:2}")
 here=$(dirname "$(realpath "$0")")
 root=$(realpath "$here/../..")
 work=$(mktemp -d)
@@ -37,8 +41,7 @@ done
 gcc -O2 -pthread -o "$work/primitives" "$here/primitives.c" "$here/kvm_exit.c"
 source "$here/cgroup.sh"
 
-"$work/primitives"
-echo
+[[ ${#only[@]} -gt 0 ]] || { "$work/primitives"; echo; }
 
 # The workloads: name, then the command (a shell snippet run with
 # LD_PRELOAD set or not). Sized so the whole run takes a few minutes.
@@ -53,6 +56,13 @@ declare -A cmds=(
 	[g++-compile]="g++ -O1 -c -o $work/compile.o $here/inputs/compile.cc"
 	[redis]="$here/redis.sh"
 )
+
+if [[ ${#only[@]} -gt 0 ]]; then
+	for name in "${only[@]}"; do
+		[[ -v cmds[$name] ]] || { echo "no workload $name (have: ${names[*]})" >&2; exit 2; }
+	done
+	names=("${only[@]}")
+fi
 
 # measure CONFIG NAME: one run; appends "seconds rss_kb peak_kb reports".
 measure() {

@@ -177,7 +177,14 @@ void *hg_small_alloc(int cls, size_t size, uint32_t trace)
 	uint32_t frame = r->frame + cc->col;
 	if (cc->col == 0)
 		// One call maps the whole row: a fault per object costs more.
-		madvise(alias(w, r->frame), r->nframes * HG_PAGE, MADV_POPULATE_WRITE);
+		// READ, not WRITE: the windows are shared and shmem needs no
+		// write notification, so a read maps the page writable, and it
+		// maps 16 pages per fault (fault-around) wherever the frames are
+		// already in the file (every row but a run's first), where WRITE
+		// takes a fault per page. Fault-around never maps over a guard
+		// marker, so any alias it maps beside the row has not been handed
+		// out yet (one handed out is still mapped, or guarded).
+		madvise(alias(w, r->frame), r->nframes * HG_PAGE, MADV_POPULATE_READ);
 	uint32_t off = cc->row * hg_class_size[cls];
 	struct hg_record *rec = hg_record_of(w, frame);
 	rec->size = (uint32_t)size;
