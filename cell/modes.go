@@ -78,14 +78,14 @@ func (d denials) list() []Denied {
 // whose code made it, or, for code the filter did not tell apart (the
 // runtime's, for a call the rules stop whoever makes it), the owner the
 // attribution rule finds.
-func (s *supervisor) filterOwner(n *notify.Notification) string {
+func (s *supervisor) filterOwner(n *notify.Notification, stack []byte) string {
 	if name, supervise := s.spec.Layout.Owner(n.Data.IP); !supervise {
 		return name
 	}
 	if n.Data.Arch != syscalls.AuditArchX86_64 || n.Data.Nr >= syscalls.X32Bit {
 		return OwnerUnattributed
 	}
-	o, err := s.owner(n)
+	o, err := s.owner(n, stack)
 	if err != nil {
 		return OwnerUnattributed
 	}

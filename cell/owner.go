@@ -115,17 +115,23 @@ func (s *supervisor) anonOwner(space *attribute.Space, regs *unwind.Regs, mem un
 	return owner{label: anonExecCompartment}, nil
 }
 
-// owner finds who the notified call belongs to.
-func (s *supervisor) owner(n *notify.Notification) (owner, error) {
+// owner finds who the notified call belongs to, copying the caller's
+// stack into stack.
+func (s *supervisor) owner(n *notify.Notification, stack []byte) (owner, error) {
 	t, e, err := s.stopped(n)
 	if err != nil {
 		return owner{}, err
 	}
 	p := t.proc
-	ep, mem, err := readMemory(t.tid, s.epochAt, e.sp, s.stack)
+	ep, mem, err := readMemory(t.tid, s.epochAt, e.sp, stack)
 	if err != nil {
 		return owner{}, err
 	}
+	// The process's mappings and cache, one call at a time; and the
+	// registers saved for a call made again, which the worker that read
+	// them stores before it lets go.
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	regs := entryRegs(&n.Data, e)
 	full := s.savedRegs(t.tid, e, regs)
 	if !ep.stable() || ep != p.epoch || p.space == nil {
@@ -165,18 +171,22 @@ func (s *supervisor) withRegisters(t *thread, e entry, unwindErr error) (owner, 
 	if err != nil {
 		return owner{}, errors.Join(unwindErr, err)
 	}
+	s.mu.Lock()
 	s.saved[t.tid] = &saved{sp: e.sp, pc: e.pc, regs: regs}
+	s.mu.Unlock()
 	return owner{}, errRetry
 }
 
 // savedRegs adds to regs the registers read for the thread's call, if it
 // is the call they were read for, and says whether it did.
 func (s *supervisor) savedRegs(tid int, e entry, regs *unwind.Regs) bool {
+	s.mu.Lock()
 	sv := s.saved[tid]
+	delete(s.saved, tid)
+	s.mu.Unlock()
 	if sv == nil {
 		return false
 	}
-	delete(s.saved, tid)
 	if sv.sp != e.sp || sv.pc != e.pc {
 		return false
 	}

@@ -96,6 +96,11 @@ func TestCompartments(t *testing.T) {
 		{mode: "ctor", want: map[string]string{"ctor-mkdir": "-1 EPERM"}},
 		{mode: "loader", want: map[string]string{"loader-getpid": pid}},
 		{mode: "thread", want: map[string]string{"thread-getpid": pid, "thread-mkdir": "-1 EPERM"}},
+		// Four threads' stdio at once: the supervisor's workers decide
+		// their calls concurrently, each exactly once.
+		{mode: "stdio-threads", want: map[string]string{
+			"threads-lib-fopen-denied": "200 -", "threads-main-fopen-allowed": "200 -"},
+			check: supervisedCounts(map[string]int{"libmk.so openat false": 200, "prog openat true": 200})},
 		{mode: "fork", want: map[string]string{
 			"child-getpid": pid, "child-mkdir": "-1 EPERM", "grandchild-getpid": pid, "grandchild-mkdir": "-1 EPERM"}},
 		{mode: "dlopen", extra: func(dir, _ string) []string { return []string{filepath.Join(dir, libplug)} },
@@ -213,6 +218,22 @@ func TestCompartments(t *testing.T) {
 func execProg(mode string) func(fixtures, scratch string) []string {
 	return func(dir, scratch string) []string {
 		return []string{filepath.Join(dir, progName), mode, scratch}
+	}
+}
+
+// supervisedCounts checks how many calls of each kind, "OWNER SYSCALL
+// ALLOWED", the supervisor decided.
+func supervisedCounts(want map[string]int) func(*testing.T, map[string]string, *cell.Result) {
+	return func(t *testing.T, _ map[string]string, res *cell.Result) {
+		got := map[string]int{}
+		for _, c := range res.Supervised {
+			got[fmt.Sprintf("%s %s %t", c.Owner, c.Syscall, c.Allowed)] = c.Count
+		}
+		for k, n := range want {
+			if got[k] != n {
+				t.Errorf("supervised %q: %d calls, want %d", k, got[k], n)
+			}
+		}
 	}
 }
 

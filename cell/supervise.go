@@ -3,6 +3,8 @@ package cell
 import (
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -18,7 +20,9 @@ import (
 // depends on the caller, made from the system runtime's code or from code
 // the filter does not know. It attributes each to its owner with the
 // attribution rule (package attribute) and answers with the owner's
-// verdict while the caller waits.
+// verdict while the caller waits. Several workers answer at once, each
+// with its own stack buffer; the calls of one process are attributed one
+// at a time (process.mu), the records below are shared under mu.
 type supervisor struct {
 	l       *notify.Listener
 	spec    *compartment.Spec
@@ -26,27 +30,35 @@ type supervisor struct {
 	win     window
 	epochAt uint64
 	objs    *attribute.Objects
+	tracer  *tracer
+	// library is the audit library, which every exec must load.
+	library string
+	// mode is what happens to the calls the policy stops.
+	mode enforce.Mode
+
+	mu      sync.Mutex
 	threads map[int]*thread
 	procs   map[int]*process
 	// sweepAt is how many thread records trigger a sweep of the dead.
 	sweepAt int
 	// saved are registers read with ptrace, by thread, for the call the
 	// thread makes again.
-	saved  map[int]*saved
-	tracer *tracer
-	// stack is the buffer thread stacks are copied into.
-	stack []byte
+	saved map[int]*saved
 	stats stats
-	// library is the audit library, which every exec must load.
-	library string
-	// mode is what happens to the calls the policy stops; denied counts
-	// those the supervisor saw.
-	mode   enforce.Mode
+	// denied counts the calls the policy stops that the supervisor saw.
 	denied denials
+
 	// err is why serving stopped early, if it did.
 	err  error
 	done chan struct{}
 }
+
+// workers is how many notifications the supervisor answers at once: one
+// per CPU, so that the calls of several threads or processes are not
+// queued behind each other. (A lone caller pays for it: the next worker
+// is woken to wait as each notification is taken, some 8 % of a
+// supervised call here.)
+func workers() int { return min(runtime.NumCPU(), 8) }
 
 func newSupervisor(l *notify.Listener, spec *compartment.Spec, mode enforce.Mode, library string, ids *identities, win window, epochAt uint64) *supervisor {
 	rt := attribute.DefaultRuntime()
@@ -57,8 +69,7 @@ func newSupervisor(l *notify.Listener, spec *compartment.Spec, mode enforce.Mode
 		l: l, spec: spec, ids: ids, win: win, epochAt: epochAt,
 		objs:    attribute.NewObjects(rt),
 		threads: map[int]*thread{}, procs: map[int]*process{}, saved: map[int]*saved{}, sweepAt: minSweep,
-		tracer: newTracer(), stack: make([]byte, stackMax),
-		stats: stats{}, library: library, mode: mode, denied: denials{}, done: make(chan struct{}),
+		tracer: newTracer(), stats: stats{}, library: library, mode: mode, denied: denials{}, done: make(chan struct{}),
 	}
 }
 
@@ -67,7 +78,16 @@ func newSupervisor(l *notify.Listener, spec *compartment.Spec, mode enforce.Mode
 // calls it can no longer answer fail with ENOSYS rather than wait.
 func (s *supervisor) serve() {
 	defer close(s.done)
-	s.err = s.l.Serve(s.answer)
+	errs := make([]error, workers())
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() {
+			stack := make([]byte, stackMax)
+			errs[i] = s.l.Serve(func(n *notify.Notification) error { return s.answer(n, stack) })
+		})
+	}
+	wg.Wait()
+	s.err = errors.Join(errs...)
 }
 
 // stop closes the listener, waits for serve to return and releases what
@@ -85,23 +105,24 @@ func (s *supervisor) stop() {
 	s.objs.Close()
 }
 
-// answer decides one notification and answers it.
-func (s *supervisor) answer(n *notify.Notification) error {
+// answer decides one notification and answers it, copying the caller's
+// stack into stack.
+func (s *supervisor) answer(n *notify.Notification, stack []byte) error {
 	act := s.spec.Verdict(n.Data.Arch, n.Data.Nr, n.Data.IP, n.Data.Args)
 	supervised := act == compartment.Supervise
 	var label string
 	var unattributed error
 	if supervised {
 		var o owner
-		o, act, unattributed = s.decide(n)
+		o, act, unattributed = s.decide(n, stack)
 		label = o.label
 	} else if act != policy.ActAllow {
-		label = s.filterOwner(n)
+		label = s.filterOwner(n, stack)
 	}
 	var why error
 	if act == policy.ActAllow && isExec(n) {
 		if why = checkExec(n, s.library); why != nil {
-			act, label = policy.ActEPERM, s.filterOwner(n)
+			act, label = policy.ActEPERM, s.filterOwner(n, stack)
 		}
 	}
 	// The notification still pending proves that the thread read while
@@ -111,13 +132,17 @@ func (s *supervisor) answer(n *notify.Notification) error {
 	if err := s.l.Valid(n.ID); err != nil {
 		return ignoreGone(err)
 	}
+	s.mu.Lock()
 	if supervised {
 		s.stats.count(label, n.Data.Nr, act == policy.ActAllow, unattributed)
 	}
+	if act != policy.ActAllow {
+		s.denied.count(label, n, act, why)
+	}
+	s.mu.Unlock()
 	if act == policy.ActAllow {
 		return ignoreGone(s.l.Respond(notify.Response{ID: n.ID, Continue: true}))
 	}
-	s.denied.count(label, n, act, why)
 	switch s.mode {
 	case enforce.Audit:
 		return ignoreGone(s.l.Respond(notify.Response{ID: n.ID, Continue: true}))
@@ -130,10 +155,10 @@ func (s *supervisor) answer(n *notify.Notification) error {
 // decide attributes a caller-dependent call and returns its owner and
 // its verdict: allowed if the owner may make it, else the union's
 // default. A call it cannot attribute is denied, and why is returned.
-func (s *supervisor) decide(n *notify.Notification) (owner, policy.Action, error) {
-	o, err := s.owner(n)
+func (s *supervisor) decide(n *notify.Notification, stack []byte) (owner, policy.Action, error) {
+	o, err := s.owner(n, stack)
 	if errors.Is(err, errRetry) && s.l.Valid(n.ID) == nil {
-		o, err = s.owner(n)
+		o, err = s.owner(n, stack)
 	}
 	if err != nil {
 		return owner{label: OwnerUnattributed}, s.spec.Union.Default, err

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -29,6 +30,9 @@ type thread struct {
 // knows of it.
 type process struct {
 	tgid int
+	// mu guards space, epoch and chains: the supervisor's workers
+	// attribute one call of the process at a time.
+	mu sync.Mutex
 	// pidfd becomes readable when the process exits, which tells a
 	// record of a dead process from one of a new process that reuses its
 	// id.
@@ -137,8 +141,7 @@ func (s *supervisor) stopped(n *notify.Notification) (*thread, entry, error) {
 	e, err := s.waitStopped(t, n)
 	if err != nil && !errors.Is(err, errRunning) {
 		// The thread is gone, and its id may be another thread's now.
-		t.syscall.Close()
-		delete(s.threads, n.Pid)
+		s.forget(n.Pid, t)
 		if t, err = s.thread(n.Pid); err != nil {
 			return nil, entry{}, err
 		}
@@ -178,8 +181,21 @@ func (s *supervisor) waitStopped(t *thread, n *notify.Notification) (entry, erro
 // minSweep is the fewest thread records that make a sweep worth it.
 const minSweep = 64
 
+// forget drops the record t of thread tid, unless another worker has
+// replaced it already.
+func (s *supervisor) forget(tid int, t *thread) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.threads[tid] == t {
+		t.syscall.Close()
+		delete(s.threads, tid)
+	}
+}
+
 // thread returns the record of thread tid, opening it if new.
 func (s *supervisor) thread(tid int) (*thread, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if t, ok := s.threads[tid]; ok {
 		return t, nil
 	}

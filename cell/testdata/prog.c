@@ -9,6 +9,8 @@
 //   loader   reports the getpid libgetpid.so's calloc made when the
 //            loader called it, before any constructor
 //   thread   a thread does what lib does, mkdir(DIR/thread)
+//   stdio-threads  four threads do what stdio does, 50 times each, and
+//            count the opens that failed (libmk.so's) and worked (prog's)
 //   fork     a child and a grandchild do what lib does (DIR/child, DIR/grandchild)
 //   dlopen   libplug.so (argv[3]) calls getpid and mkdir(DIR/plug)
 //   errno    errno after a denied call, and after an allowed one
@@ -115,6 +117,42 @@ static void *thread_main(void *arg)
 	(void)arg;
 	from_libs("thread");
 	return NULL;
+}
+
+// Each thread of the stdio-threads mode opens DIR/file through stdio
+// this many times from libmk.so and from prog: every openat is libc's,
+// decided by the supervisor, several at once.
+#define STDIO_ROUNDS 50
+#define STDIO_THREADS 4
+
+static int stdio_denied[STDIO_THREADS], stdio_allowed[STDIO_THREADS];
+
+static void *stdio_main(void *arg)
+{
+	int i = (int)(long)arg;
+	for (int r = 0; r < STDIO_ROUNDS; r++) {
+		stdio_denied[i] += lib_fopen(path("file")) != 0;
+		FILE *f = fopen(path("file"), "r");
+		stdio_allowed[i] += f != NULL;
+		if (f != NULL)
+			fclose(f);
+	}
+	return NULL;
+}
+
+static void stdio_threads(void)
+{
+	pthread_t t[STDIO_THREADS];
+	int denied = 0, allowed = 0;
+	for (long i = 0; i < STDIO_THREADS; i++)
+		if (pthread_create(&t[i], NULL, stdio_main, (void *)i) != 0)
+			exit(1);
+	for (int i = 0; i < STDIO_THREADS; i++) {
+		pthread_join(t[i], NULL);
+		denied += stdio_denied[i];
+		allowed += stdio_allowed[i];
+	}
+	printf("threads-lib-fopen-denied %d -\nthreads-main-fopen-allowed %d -\n", denied, allowed);
 }
 
 static void wait_for(pid_t pid)
@@ -429,6 +467,8 @@ int main(int argc, char **argv)
 		report("ctor-mkdir", lib_ctor_result);
 	} else if (strcmp(mode, "loader") == 0) {
 		printf("loader-getpid %ld -\n", lib_loader_getpid);
+	} else if (strcmp(mode, "stdio-threads") == 0) {
+		stdio_threads();
 	} else if (strcmp(mode, "thread") == 0) {
 		pthread_t t;
 		if (pthread_create(&t, NULL, thread_main, NULL) != 0 || pthread_join(t, NULL) != 0)
