@@ -94,7 +94,7 @@ func TestCompartments(t *testing.T) {
 		{mode: "stdio", want: map[string]string{"lib-fopen": "-1 EPERM", "main-fopen": "0 -"},
 			supervised: []string{"libmk.so openat false", "prog openat true"}},
 		{mode: "ctor", want: map[string]string{"ctor-mkdir": "-1 EPERM"}},
-		{mode: "loader", want: map[string]string{"loader-getpid": pid}},
+		{mode: "loader", want: map[string]string{"loader-getpid": pid, "loader-mkdir": "-1 ENOENT"}},
 		{mode: "thread", want: map[string]string{"thread-getpid": pid, "thread-mkdir": "-1 EPERM"}},
 		// Four threads' stdio at once: the supervisor's workers decide
 		// their calls concurrently, each exactly once.

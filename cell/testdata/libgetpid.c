@@ -1,7 +1,9 @@
 // libgetpid.so: its compartment may call getpid and pause.
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -68,9 +70,12 @@ int lib_cputime(void)
 // calloc interposes libc's, as jemalloc's does in redis-server: the
 // loader calls the program's calloc while it relocates the objects,
 // before any constructor runs and before the audit library has finished
-// the stub window, and this calloc's getpid goes through a stub then.
+// the stub window, and this calloc's getpid and mkdir go through stubs
+// then. The mkdir fails (ENOENT), so its stub must find the program's
+// errno before the audit library has looked it up.
 extern void *__libc_calloc(size_t n, size_t size);
 long lib_loader_getpid;
+int lib_loader_errno;
 static int constructed;
 
 __attribute__((constructor)) static void ctor(void)
@@ -80,7 +85,10 @@ __attribute__((constructor)) static void ctor(void)
 
 void *calloc(size_t n, size_t size)
 {
-	if (!constructed && lib_loader_getpid == 0)
+	if (!constructed && lib_loader_getpid == 0) {
 		lib_loader_getpid = getpid();
+		errno = 0;
+		lib_loader_errno = mkdir("/nonexistent/syscell-loader", 0700) == 0 ? 0 : errno;
+	}
 	return __libc_calloc(n, size);
 }

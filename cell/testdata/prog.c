@@ -6,8 +6,8 @@
 //   main     prog calls getpid by its wrapper, by syscall(), and inline
 //   stdio    libmk.so and prog fopen DIR/file: openat from libc's code
 //   ctor     reports what libmk.so's constructor's mkdir(DIR/ctor) did
-//   loader   reports the getpid libgetpid.so's calloc made when the
-//            loader called it, before any constructor
+//   loader   reports the getpid and the failed mkdir libgetpid.so's
+//            calloc made when the loader called it, before any constructor
 //   thread   a thread does what lib does, mkdir(DIR/thread)
 //   stdio-threads  four threads do what stdio does, 50 times each, and
 //            count the opens that failed (libmk.so's) and worked (prog's)
@@ -467,6 +467,7 @@ int main(int argc, char **argv)
 		report("ctor-mkdir", lib_ctor_result);
 	} else if (strcmp(mode, "loader") == 0) {
 		printf("loader-getpid %ld -\n", lib_loader_getpid);
+		printf("loader-mkdir -1 %s\n", strerrorname_np(*(int *)lib_fn("lib_loader_errno")));
 	} else if (strcmp(mode, "stdio-threads") == 0) {
 		stdio_threads();
 	} else if (strcmp(mode, "thread") == 0) {
