@@ -2,7 +2,6 @@ package cell
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/syscell/syscell/attribute"
 	"github.com/syscell/syscell/notify"
 	"github.com/syscell/syscell/policy"
 	"github.com/syscell/syscell/syscalls"
@@ -92,7 +92,7 @@ func execTarget(n *notify.Notification) (root, path string, err error) {
 			dir = proc + "fd/" + strconv.Itoa(int(fd))
 		}
 	}
-	name, err := readString(n.Pid, pathArg, unix.PathMax)
+	name, err := readString(attribute.ProcessMemory{Pid: n.Pid}, pathArg, unix.PathMax)
 	switch {
 	case err != nil:
 		return "", "", err
@@ -111,16 +111,17 @@ func execTarget(n *notify.Notification) (root, path string, err error) {
 // layout.
 func checkExecEnv(n *notify.Notification, library string) error {
 	envp := n.Data.Args[envpArg[n.Data.Nr]]
+	mem := attribute.ProcessMemory{Pid: n.Pid}
 	audit, layout := false, false
 	for i := range maxEnv {
-		p, err := readWord(n.Pid, envp+uint64(8*i))
+		p, err := mem.Word(envp + uint64(8*i))
 		if err != nil {
 			return fmt.Errorf("read the environment: %w", err)
 		}
 		if p == 0 {
 			break
 		}
-		kv, err := readString(n.Pid, p, maxEnvVar)
+		kv, err := readString(mem, p, maxEnvVar)
 		if err != nil {
 			return fmt.Errorf("read the environment: %w", err)
 		}
@@ -138,24 +139,13 @@ func checkExecEnv(n *notify.Notification, library string) error {
 	return nil
 }
 
-func readWord(tid int, at uint64) (uint64, error) {
-	var b [8]byte
-	if err := readAt(tid, at, b[:]); err != nil {
-		return 0, err
-	}
-	return binary.LittleEndian.Uint64(b[:]), nil
-}
-
 // readString reads the NUL-terminated string at at, up to max bytes.
-func readString(tid int, at uint64, max int) (string, error) {
-	buf := make([]byte, 0, 256)
+func readString(mem attribute.ProcessMemory, at uint64, max int) (string, error) {
+	var buf []byte
 	for len(buf) < max {
-		chunk := make([]byte, min(256, max-len(buf)))
 		// A read must not cross into a page that may be unmapped.
-		if room := 4096 - int(at%4096); room < len(chunk) {
-			chunk = chunk[:room]
-		}
-		if err := readAt(tid, at, chunk); err != nil {
+		chunk := make([]byte, min(256, max-len(buf), 4096-int(at%4096)))
+		if err := mem.Read(at, chunk); err != nil {
 			return "", err
 		}
 		if i := bytes.IndexByte(chunk, 0); i >= 0 {
@@ -165,14 +155,4 @@ func readString(tid int, at uint64, max int) (string, error) {
 		at += uint64(len(chunk))
 	}
 	return string(buf), nil
-}
-
-func readAt(tid int, at uint64, b []byte) error {
-	local := []unix.Iovec{{Base: &b[0], Len: uint64(len(b))}}
-	remote := []unix.RemoteIovec{{Base: uintptr(at), Len: len(b)}}
-	n, err := unix.ProcessVMReadv(tid, local, remote, 0)
-	if err == nil && n < len(b) {
-		err = fmt.Errorf("short read at %#x", at)
-	}
-	return err
 }
