@@ -97,13 +97,27 @@ static int r_process_madvise(char *p)
 	return syscall(SYS_process_madvise, pidfd, &iov, 1, MADV_GUARD_INSTALL, 0) == (long)PAGE ? 0 : -1;
 }
 
-// Setups. Each returns ns per call for one round and unmaps what it made.
+// The memory a way of revoking is measured on.
+enum setup {
+	WINDOW,		// a shared window over the memfd, as the heap guard's
+	ANON,		// private anonymous memory
+	ANON_SPLIT,	// the same, every other page revoked: each call splits a VMA
+	ONE_PAGE_VMAS,	// every other page a VMA of its own
+};
+
+struct way {
+	const char *name;
+	enum setup setup;
+	revoke_fn revoke;
+};
+
 static char *shared_window(void)
 {
 	char *w = map(pages, PROT_READ | PROT_WRITE, MAP_SHARED, memfd);
 	touch(w, pages, 1);
 	return w;
 }
+
 static char *private_anon(size_t n)
 {
 	char *a = map(n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1);
@@ -124,61 +138,24 @@ static char *one_page_vmas(void)
 	return r;
 }
 
-static double guard_memfd(void)
+// measure runs one round of w on fresh memory, unmaps it, and returns the
+// round's mean ns per call.
+static double measure(const struct way *w)
 {
-	char *w = shared_window();
-	double r = run(w, 1, r_guard);
-	munmap(w, pages * PAGE);
-	return r;
-}
-static double guard_anon(void)
-{
-	char *a = private_anon(pages);
-	double r = run(a, 1, r_guard);
-	munmap(a, pages * PAGE);
-	return r;
-}
-static double pmadv_memfd(void)
-{
-	char *w = shared_window();
-	double r = run(w, 1, r_process_madvise);
-	munmap(w, pages * PAGE);
-	return r;
-}
-// Splitting: every other page, so that each call splits a VMA.
-static double mprotect_split(void)
-{
-	char *a = private_anon(2 * pages);
-	double r = run(a, 2, r_mprotect);
-	munmap(a, 2 * pages * PAGE);
-	return r;
-}
-static double mprotect_vma(void)
-{
-	char *a = one_page_vmas();
-	double r = run(a, 2, r_mprotect);
-	munmap(a, 2 * pages * PAGE);
-	return r;
-}
-static double munmap_split(void)
-{
-	char *a = private_anon(2 * pages);
-	double r = run(a, 2, r_munmap);
-	munmap(a, 2 * pages * PAGE);
-	return r;
-}
-static double munmap_vma(void)
-{
-	char *a = one_page_vmas();
-	double r = run(a, 2, r_munmap);
-	munmap(a, 2 * pages * PAGE);
-	return r;
-}
-static double mmap_fixed_none(void)
-{
-	char *a = private_anon(2 * pages);
-	double r = run(a, 2, r_mmap_fixed);
-	munmap(a, 2 * pages * PAGE);
+	size_t stride = w->setup == WINDOW || w->setup == ANON ? 1 : 2;
+	char *m;
+	switch (w->setup) {
+	case WINDOW:
+		m = shared_window();
+		break;
+	case ONE_PAGE_VMAS:
+		m = one_page_vmas();
+		break;
+	default:
+		m = private_anon(stride * pages);
+	}
+	double r = run(m, stride, w->revoke);
+	munmap(m, stride * pages * PAGE);
 	return r;
 }
 
@@ -191,19 +168,19 @@ static int cmp(const void *a, const void *b)
 static double best = 1e30;
 static const char *best_name;
 
-static void row(const char *name, double (*m)(void))
+static void row(const struct way *w)
 {
 	double r[64];
 	ncalls = 0;
 	for (int i = 0; i < rounds; i++)
-		r[i] = m();
+		r[i] = measure(w);
 	qsort(r, rounds, sizeof r[0], cmp);
 	qsort(calls, ncalls, sizeof calls[0], cmp);
-	printf("| %s | %.0f | %.0f | %.0f | %.0f | %.0f |\n", name, r[0], r[rounds / 2], calls[0],
+	printf("| %s | %.0f | %.0f | %.0f | %.0f | %.0f |\n", w->name, r[0], r[rounds / 2], calls[0],
 	       calls[ncalls / 100], calls[ncalls / 2]);
 	if (r[0] < best) {
 		best = r[0];
-		best_name = name;
+		best_name = w->name;
 	}
 }
 
@@ -235,14 +212,18 @@ int main(int argc, char **argv)
 	printf("| revocation of one populated page (one call each) | best round mean ns | median round mean ns "
 	       "| fastest call ns | 1st percentile ns | median call ns |\n"
 	       "| --- | ---: | ---: | ---: | ---: | ---: |\n");
-	row("`madvise(MADV_GUARD_INSTALL)`, memfd window", guard_memfd);
-	row("`madvise(MADV_GUARD_INSTALL)`, private anon", guard_anon);
-	row("`process_madvise(MADV_GUARD_INSTALL)`, 1 range, memfd window", pmadv_memfd);
-	row("`mprotect(PROT_NONE)`, splits the VMA", mprotect_split);
-	row("`mprotect(PROT_NONE)` of a one-page VMA", mprotect_vma);
-	row("`munmap`, splits the VMA", munmap_split);
-	row("`munmap` of a one-page VMA", munmap_vma);
-	row("`mmap(MAP_FIXED, PROT_NONE)` over the page", mmap_fixed_none);
+	static const struct way ways[] = {
+		{"`madvise(MADV_GUARD_INSTALL)`, memfd window", WINDOW, r_guard},
+		{"`madvise(MADV_GUARD_INSTALL)`, private anon", ANON, r_guard},
+		{"`process_madvise(MADV_GUARD_INSTALL)`, 1 range, memfd window", WINDOW, r_process_madvise},
+		{"`mprotect(PROT_NONE)`, splits the VMA", ANON_SPLIT, r_mprotect},
+		{"`mprotect(PROT_NONE)` of a one-page VMA", ONE_PAGE_VMAS, r_mprotect},
+		{"`munmap`, splits the VMA", ANON_SPLIT, r_munmap},
+		{"`munmap` of a one-page VMA", ONE_PAGE_VMAS, r_munmap},
+		{"`mmap(MAP_FIXED, PROT_NONE)` over the page", ANON_SPLIT, r_mmap_fixed},
+	};
+	for (size_t i = 0; i < sizeof ways / sizeof *ways; i++)
+		row(&ways[i]);
 	printf("\ntimer_ns=%.0f\nt_min_ns=%.1f mechanism=%s\n", timer_ns, best, best_name);
 	return 0;
 }
