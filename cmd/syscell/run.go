@@ -140,6 +140,9 @@ func (c *runCmd) run(cmd *cobra.Command, args []string) error {
 		return c.runCompartments(cmd, args, path, p, mode)
 	}
 	if c.stats {
+		if c.wholeProcess {
+			return inputErrorf("--stats: --whole-process enforces the rules alone, so no call is supervised")
+		}
 		return inputErrorf("--stats: the policy has no compartments, so no call is supervised")
 	}
 	report, err := c.createReport()
