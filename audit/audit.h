@@ -124,6 +124,12 @@ void inherit_add(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void inherit_publish(void);
 void inherit_apply(void);
 void inherit_check(const struct object *o);
+/* Marks for the supervisor (cell/startup.go): execveat(-1, ..., flags). */
+#define MARK_FLAGS 0x5ce11000
+#define MARK_LOADED (MARK_FLAGS | 1)
+/* Tells the supervisor that this executed image is loaded: its loader's
+   start-up calls are over. */
+void inherit_loaded(void);
 
 /* install.c */
 void install_filter(void);

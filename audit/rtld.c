@@ -60,6 +60,8 @@ EXPORT void la_activity(uintptr_t *cookie, unsigned flag)
 			layout_send();
 			inherit_publish();
 			install_filter();
+		} else {
+			inherit_loaded();
 		}
 		installed = true;
 	}

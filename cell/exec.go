@@ -59,14 +59,24 @@ func isExec(n *notify.Notification) bool {
 	return n.Data.Arch == syscalls.AuditArchX86_64 && slices.Contains(execCalls, n.Data.Nr)
 }
 
-// checkExec checks that the image the notified exec starts will load the
+// checkExec decides an exec the policy allows: it runs if the image it
+// starts will load the audit library with the inherited layout
+// (checkImage); else it fails with EPERM, and why is returned.
+func (s *supervisor) checkExec(n *notify.Notification) (policy.Action, error) {
+	if err := checkImage(n, s.library); err != nil {
+		return policy.ActEPERM, err
+	}
+	return policy.ActAllow, nil
+}
+
+// checkImage checks that the image the notified exec starts will load the
 // audit library library with the inherited layout: its environment must
 // name both, and the program must be one the loader loads it into (not
 // statically linked). The caller can change the arguments after the
 // check, as it can any argument a supervisor reads, or the file; the
 // check is against programs that drop the variables or execute a static
 // program, not against code racing the supervisor.
-func checkExec(n *notify.Notification, library string) error {
+func checkImage(n *notify.Notification, library string) error {
 	if err := checkExecEnv(n, library); err != nil {
 		return err
 	}

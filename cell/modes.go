@@ -12,9 +12,7 @@ import (
 )
 
 // Denied is a kind of call the policy stops that the supervisor saw, and
-// who made it. In audit and complain modes the supervisor sees every such
-// call; when enforcing, only those it decides itself (the filter stops
-// the others in the kernel, unseen).
+// who made it: every such call but those the kernel kills for.
 type Denied struct {
 	// Owner is who made the calls, as Supervised names owners.
 	Owner string `json:"owner"`
@@ -25,18 +23,20 @@ type Denied struct {
 }
 
 // kernelSpec is what the filter implements in mode: the spec, with every
-// exec notified (exec.go); in audit and complain modes, every call the
-// spec stops is notified too, for the supervisor to report and then let
-// run (audit) or fail (complain).
+// exec notified (exec.go), and every call the spec stops notified too, for
+// the supervisor to report and then fail (enforce and complain) or let run
+// (audit); when enforcing, the kernel keeps its kills.
 // Stopping actions all take precedence over allow, so the filter stops a
 // call exactly when the spec does.
 func kernelSpec(s *compartment.Spec, mode enforce.Mode) *compartment.Spec {
 	k := *s
-	k.Union = notifyExec(s.Union)
-	if mode != enforce.Enforce {
-		r := enforce.Override(&policy.Resolved{Tables: []*policy.Table{k.Union}, BadArch: s.BadArch}, compartment.Supervise)
-		k.Union, k.BadArch = r.Tables[0], r.BadArch
+	r := &policy.Resolved{Tables: []*policy.Table{notifyExec(s.Union)}, BadArch: s.BadArch}
+	if mode == enforce.Enforce {
+		r = enforce.Visible(r)
+	} else {
+		r = enforce.Override(r, compartment.Supervise)
 	}
+	k.Union, k.BadArch = r.Tables[0], r.BadArch
 	return &k
 }
 
@@ -73,21 +73,32 @@ func (d denials) list() []Denied {
 	return out
 }
 
-// filterOwner names who made a call the filter decided without the
-// supervisor, which only audit and complain modes notify: the compartment
-// whose code made it, or, for code the filter did not tell apart (the
-// runtime's, for a call the rules stop whoever makes it), the owner the
-// attribution rule finds.
-func (s *supervisor) filterOwner(n *notify.Notification, stack []byte) string {
+// filterOwner finds who made a call the filter stopped without asking
+// the supervisor: the compartment whose code made it, or, for code the
+// filter did not tell apart (the runtime's, or an image an exec started),
+// the owner the attribution rule finds.
+func (s *supervisor) filterOwner(n *notify.Notification, stack []byte) owner {
 	if name, supervise := s.spec.Layout.Owner(n.Data.IP); !supervise {
-		return name
+		return owner{compartment: name, label: name}
 	}
 	if n.Data.Arch != syscalls.AuditArchX86_64 || n.Data.Nr >= syscalls.X32Bit {
-		return OwnerUnattributed
+		return owner{label: OwnerUnattributed}
 	}
 	o, err := s.owner(n, stack)
 	if err != nil {
-		return OwnerUnattributed
+		return owner{label: OwnerUnattributed}
 	}
-	return o.label
+	return o
+}
+
+// logDenial keeps the first denied call and logs each; s.mu is held.
+func (s *supervisor) logDenial(n *notify.Notification, owner string, act policy.Action) {
+	d := enforce.NewDenial(n, owner, act)
+	if s.mode == enforce.Audit {
+		d.Action = "audit"
+	}
+	if s.first == nil {
+		s.first = &d
+	}
+	s.log.Write(d)
 }

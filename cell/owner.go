@@ -33,6 +33,8 @@ type owner struct {
 	// runtime marks the runtime's own calls, and startUp those of them
 	// the loader makes starting an image.
 	runtime, startUp bool
+	// proc is the caller's process, where the supervisor found it.
+	proc *process
 }
 
 // notifiedRegs are the registers a notification and /proc/TID/syscall
@@ -122,6 +124,13 @@ func (s *supervisor) owner(n *notify.Notification, stack []byte) (owner, error) 
 	if err != nil {
 		return owner{}, err
 	}
+	o, err := s.ownerOf(t, e, n, stack)
+	o.proc = t.proc
+	return o, err
+}
+
+// ownerOf finds who the call thread t is stopped at belongs to.
+func (s *supervisor) ownerOf(t *thread, e entry, n *notify.Notification, stack []byte) (owner, error) {
 	p := t.proc
 	ep, mem, err := readMemory(t.tid, s.epochAt, e.sp, stack)
 	if err != nil {

@@ -45,6 +45,8 @@ type Options struct {
 	// Mode is what happens to the calls the policy stops: enforce (the
 	// zero Mode), audit or complain, as for a whole-process policy.
 	Mode enforce.Mode
+	// DenialLog, if not nil, gets every call the policy stopped.
+	DenialLog *enforce.DenialLog
 }
 
 // Result is how the program ended and what the supervisor saw.
@@ -57,9 +59,11 @@ type Result struct {
 	Start *Start
 	// Supervised counts the calls the supervisor decided.
 	Supervised []Supervised
-	// Denied counts the calls the policy stops that the supervisor saw:
-	// in audit and complain modes, every one.
+	// Denied counts the calls the policy stopped: every one but those
+	// the kernel kills for.
 	Denied []Denied
+	// FirstDenied is the first call the policy stopped, if any was.
+	FirstDenied *enforce.Denial
 }
 
 // Run runs cmd with the per-library filter of p: each compartment of p
@@ -94,7 +98,7 @@ func Run(ctx context.Context, p *policy.Policy, cmd enforce.Command, opt Options
 	if err != nil {
 		return nil, err
 	}
-	sup, start, err := handshake(ch, p, cfg, opt.Mode, lib)
+	sup, start, err := handshake(ch, p, cfg, opt, lib)
 	ch.conn.Close()
 	if err != nil {
 		prog.Process.Kill()
@@ -104,7 +108,7 @@ func Run(ctx context.Context, p *policy.Policy, cmd enforce.Command, opt Options
 	go sup.serve()
 	state, err := wait(ctx, prog, opt.Signals)
 	sup.stop()
-	res := &Result{ExitCode: state.ExitCode(), Start: start, Supervised: sup.stats.list(), Denied: sup.denied.list()}
+	res := &Result{ExitCode: state.ExitCode(), Start: start, Supervised: sup.stats.list(), Denied: sup.denied.list(), FirstDenied: sup.first}
 	if state != nil {
 		if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			res.Signal = ws.Signal()
@@ -190,7 +194,7 @@ func startProgram(cmd enforce.Command, opt Options, lib string, inherit int) (*e
 // handshake tells the audit library where its window goes, compiles the
 // filter for the layout it reports, sends it, and takes the listener. On
 // a failure the program is still at its start, or has exited.
-func handshake(ch *channel, p *policy.Policy, cfg config, mode enforce.Mode, lib string) (*supervisor, *Start, error) {
+func handshake(ch *channel, p *policy.Policy, cfg config, opt Options, lib string) (*supervisor, *Start, error) {
 	ch.conn.SetDeadline(time.Now().Add(helloTimeout))
 	block, err := ch.hello()
 	if err != nil {
@@ -214,7 +218,7 @@ func handshake(ch *channel, p *policy.Policy, cfg config, mode enforce.Mode, lib
 	spec, err := compartment.NewSpec(p, start.Layout)
 	var prog []bpf.Instruction
 	if err == nil {
-		prog, err = compile.Compartments(kernelSpec(spec, mode))
+		prog, err = compile.Compartments(kernelSpec(spec, opt.Mode))
 	}
 	start.Instructions, start.CompileTime = len(prog), time.Since(compiling)
 	if err != nil {
@@ -236,7 +240,7 @@ func handshake(ch *channel, p *policy.Policy, cfg config, mode enforce.Mode, lib
 	if err != nil {
 		return nil, nil, err
 	}
-	return newSupervisor(l, spec, mode, lib, ids, win, start.Epoch), start, nil
+	return newSupervisor(l, spec, opt, lib, ids, win, start.Epoch), start, nil
 }
 
 func startError(err error) error {

@@ -45,8 +45,11 @@ type supervisor struct {
 	// thread makes again.
 	saved map[int]*saved
 	stats stats
-	// denied counts the calls the policy stops that the supervisor saw.
+	// denied counts the calls the policy stops that the supervisor saw;
+	// first is the first of them, and log gets every one.
 	denied denials
+	first  *enforce.Denial
+	log    *enforce.DenialLog
 
 	// err is why serving stopped early, if it did.
 	err  error
@@ -60,7 +63,7 @@ type supervisor struct {
 // supervised call here.)
 func workers() int { return min(runtime.NumCPU(), 8) }
 
-func newSupervisor(l *notify.Listener, spec *compartment.Spec, mode enforce.Mode, library string, ids *identities, win window, epochAt uint64) *supervisor {
+func newSupervisor(l *notify.Listener, spec *compartment.Spec, opt Options, library string, ids *identities, win window, epochAt uint64) *supervisor {
 	rt := attribute.DefaultRuntime()
 	// The loader calls into the audit library on behalf of whoever loads
 	// an object: its calls are the runtime's.
@@ -69,7 +72,7 @@ func newSupervisor(l *notify.Listener, spec *compartment.Spec, mode enforce.Mode
 		l: l, spec: spec, ids: ids, win: win, epochAt: epochAt,
 		objs:    attribute.NewObjects(rt),
 		threads: map[int]*thread{}, procs: map[int]*process{}, saved: map[int]*saved{}, sweepAt: minSweep,
-		tracer: newTracer(), stats: stats{}, library: library, mode: mode, denied: denials{}, done: make(chan struct{}),
+		tracer: newTracer(), stats: stats{}, library: library, mode: opt.Mode, denied: denials{}, log: opt.DenialLog, done: make(chan struct{}),
 	}
 }
 
@@ -108,21 +111,29 @@ func (s *supervisor) stop() {
 // answer decides one notification and answers it, copying the caller's
 // stack into stack.
 func (s *supervisor) answer(n *notify.Notification, stack []byte) error {
+	if isMark(n) {
+		return s.answerMark(n)
+	}
 	act := s.spec.Verdict(n.Data.Arch, n.Data.Nr, n.Data.IP, n.Data.Args)
 	supervised := act == compartment.Supervise
-	var label string
+	var o owner
 	var unattributed error
-	if supervised {
-		var o owner
+	switch {
+	case supervised:
 		o, act, unattributed = s.decide(n, stack)
-		label = o.label
-	} else if act != policy.ActAllow {
-		label = s.filterOwner(n, stack)
+	case act != policy.ActAllow:
+		o = s.filterOwner(n, stack)
+	}
+	if act != policy.ActAllow && s.exempt(n, o) {
+		act = policy.ActAllow
+	}
+	if act != policy.ActAllow && s.mode != enforce.Audit && enforce.Aborting(n) {
+		return enforce.Abort(s.l, n)
 	}
 	var why error
 	if act == policy.ActAllow && isExec(n) {
-		if why = checkExec(n, s.library); why != nil {
-			act, label = policy.ActEPERM, s.filterOwner(n, stack)
+		if act, why = s.checkExec(n); why != nil && o.label == "" {
+			o = s.filterOwner(n, stack)
 		}
 	}
 	// The notification still pending proves that the thread read while
@@ -134,13 +145,17 @@ func (s *supervisor) answer(n *notify.Notification, stack []byte) error {
 	}
 	s.mu.Lock()
 	if supervised {
-		s.stats.count(label, n.Data.Nr, act == policy.ActAllow, unattributed)
+		s.stats.count(o.label, n.Data.Nr, act == policy.ActAllow, unattributed)
 	}
 	if act != policy.ActAllow {
-		s.denied.count(label, n, act, why)
+		s.denied.count(o.label, n, act, why)
+		s.logDenial(n, o.label, act)
 	}
 	s.mu.Unlock()
 	if act == policy.ActAllow {
+		if isExec(n) {
+			s.execLetRun(n)
+		}
 		return ignoreGone(s.l.Respond(notify.Response{ID: n.ID, Continue: true}))
 	}
 	switch s.mode {
@@ -172,13 +187,21 @@ func (s *supervisor) decide(n *notify.Notification, stack []byte) (owner, policy
 // allows says whether o may make call nr. The runtime's own calls are
 // bounded by the union alone, the filter having notified the call,
 // unless the policy gives the runtime a compartment of its own (as
-// package record writes one); the loader's start-up calls always are,
-// as package record leaves them out of every compartment.
+// package record writes one). The loader's start-up calls are no
+// compartment's: exempt decides them.
 func (s *supervisor) allows(o owner, nr uint32) bool {
-	if _, ok := s.spec.Allowed[runtimeCompartment]; o.startUp || o.runtime && !ok {
+	if _, ok := s.spec.Allowed[runtimeCompartment]; o.runtime && !o.startUp && !ok {
 		return true
 	}
 	return s.spec.Allowed[o.compartment][nr]
+}
+
+// exempt says whether a call the policy stops runs all the same: the
+// calls a program makes to end (enforce.Ending), the start-up calls of
+// an image an exec has just started (startup.go), and the loader's
+// unmapping of its cache.
+func (s *supervisor) exempt(n *notify.Notification, o owner) bool {
+	return enforce.Ending(n) || o.startUp && s.startingUp(o.proc, n) || unmapsLoaderCache(n)
 }
 
 // deny stops a call with the policy's action for calls no rule allows.

@@ -42,6 +42,9 @@ type process struct {
 	epoch epoch
 	// chains is valid for space only while its epoch holds.
 	chains *chains
+	// start is where the process is in starting an image (startup.go),
+	// under the supervisor's mu.
+	start imageStart
 }
 
 // epoch is the content of the audit library's epoch page

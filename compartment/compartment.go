@@ -90,8 +90,10 @@ func NewSpec(p *policy.Policy, l Layout) (*Spec, error) {
 // how libc's locks, condition variables and semaphores wait when they
 // are contended: whether a library's lock ever is depends on timing, so
 // a recorded run cannot tell which compartments need it, and a denial
-// would break a lock rather than bound a library.
-var machinery = []string{"rt_sigreturn", "restart_syscall", "futex"}
+// would break a lock rather than bound a library. exit and exit_group
+// end the caller, which can never widen what it may do; whichever code
+// calls exit, glibc's _exit falls through to a fault if they fail.
+var machinery = []string{"rt_sigreturn", "restart_syscall", "futex", "exit", "exit_group"}
 
 // allowMachinery lets every compartment make the machinery calls the
 // union allows.

@@ -46,31 +46,35 @@ func mapActions(r *policy.Resolved, f func(policy.Action) policy.Action) *policy
 type plan struct {
 	// decide is the policy as enforced: the supervisor decides by it.
 	decide *policy.Resolved
-	// kernel is what the installed program implements.
+	// kernel is what the installed program implements: it notifies
+	// every x86_64 execve (see the package documentation) and every
+	// call the supervisor is to decide or report.
 	kernel *policy.Resolved
-	// listen says whether the program notifies a supervisor; if so, it
-	// notifies every x86_64 execve (see the package documentation).
-	listen bool
 }
 
 func newPlan(r *policy.Resolved, mode Mode) (*plan, error) {
-	x64 := table(r, syscalls.X86_64)
-	if x64 == nil {
+	if table(r, syscalls.X86_64) == nil {
 		return nil, fmt.Errorf("enforce: %s: the policy must cover x86_64, the ABI the command is started through", r.Source)
 	}
-	p := &plan{decide: r, kernel: r, listen: mode != Enforce || !alwaysLets(x64, unix.SYS_EXECVE)}
+	kernel := Visible(r)
 	if mode != Enforce {
-		p.kernel = mapActions(r, func(a policy.Action) policy.Action {
-			if lets(a) {
-				return a
-			}
-			return policy.Action{Kind: policy.UserNotify}
-		})
+		kernel = Override(r, policy.Action{Kind: policy.UserNotify})
 	}
-	if p.listen {
-		p.kernel = notifyExecve(p.kernel)
-	}
-	return p, nil
+	return &plan{decide: r, kernel: notifyExecve(kernel)}, nil
+}
+
+// Visible returns r with every action that stops a call without killing
+// its caller turned into a notification, so that the supervisor sees each
+// denial, reports it and answers it as r would (Ending calls aside).
+// Allowed calls keep their paths, cacheable where they were; kills stay
+// the kernel's, whose only trace is the program's death by SIGSYS.
+func Visible(r *policy.Resolved) *policy.Resolved {
+	return mapActions(r, func(a policy.Action) policy.Action {
+		if lets(a) || Kills(a) {
+			return a
+		}
+		return policy.Action{Kind: policy.UserNotify}
+	})
 }
 
 func table(r *policy.Resolved, a syscalls.Arch) *policy.Table {
@@ -80,20 +84,6 @@ func table(r *policy.Resolved, a syscalls.Arch) *policy.Table {
 		}
 	}
 	return nil
-}
-
-// alwaysLets reports whether t lets nr run whatever its arguments: every
-// rule for it lets the call run, and so does the default unless a rule
-// without conditions always matches.
-func alwaysLets(t *policy.Table, nr uint32) bool {
-	unconditional := false
-	for _, b := range t.Syscalls[nr] {
-		if !lets(b.Action) {
-			return false
-		}
-		unconditional = unconditional || len(b.Conds) == 0
-	}
-	return unconditional || lets(t.Default)
 }
 
 // notifyExecve returns a copy of r whose x86_64 table notifies every

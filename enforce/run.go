@@ -41,6 +41,8 @@ type Options struct {
 	SysProcAttr *syscall.SysProcAttr
 	// Signals are forwarded to the command while it runs.
 	Signals <-chan os.Signal
+	// DenialLog, if not nil, gets every call the policy stopped.
+	DenialLog *DenialLog
 }
 
 // Result is how the command ended and what the supervisor saw.
@@ -51,14 +53,14 @@ type Result struct {
 	// what the kernel's kill-process action looks like, and what an
 	// unhandled trap does.
 	Signal syscall.Signal
-	// Calls are the calls the policy denies that the supervisor was asked
-	// about: all of them in Audit and Complain modes; in Enforce mode the
-	// execve calls, if the policy denies any (see the package
-	// documentation). Sorted by ABI, then name.
+	// Calls are the calls the policy stops, sorted by ABI, then name: all
+	// of them but those the kernel kills for, which it does unseen.
 	Calls []Call
 	// KilledFor is the call for which the supervisor killed the command,
 	// a notified call the policy kills or traps on.
 	KilledFor *Call
+	// First is the first call the policy stopped, if any did.
+	First *Denial
 }
 
 // Run runs cmd under the policy r in the given mode and returns how it
@@ -85,39 +87,30 @@ func Run(ctx context.Context, r *policy.Resolved, cmd Command, opt Options) (*Re
 	if err != nil {
 		return nil, fmt.Errorf("enforce: compile %s: %w", r.Source, err)
 	}
-	s, err := startShim(cmd, opt, shimRequest{Program: bpf.Encode(prog), Path: cmd.Path, Args: cmd.Args, Env: env, Listen: p.listen})
+	s, err := startShim(cmd, opt, shimRequest{Program: bpf.Encode(prog), Path: cmd.Path, Args: cmd.Args, Env: env, Listen: true})
 	if err != nil {
 		return nil, err
 	}
-	var sup *supervisor
-	if p.listen {
-		l, err := s.listener()
-		if err != nil {
-			return nil, s.abort(err)
-		}
-		sup = newSupervisor(l, p.decide, opt.Mode, s.proc.Process.Pid)
-		go sup.serve()
+	l, err := s.listener()
+	if err != nil {
+		return nil, s.abort(err)
 	}
+	sup := newSupervisor(l, p.decide, opt.Mode, s.proc.Process.Pid, opt.DenialLog)
+	go sup.serve()
 	if err := s.started(); err != nil {
-		if sup != nil {
-			sup.stop()
-		}
+		sup.stop()
 		return nil, s.abort(err)
 	}
 	state, err := s.wait(ctx, opt.Signals)
+	sup.stop()
 	if state == nil {
-		if sup != nil {
-			sup.stop()
-		}
 		return nil, err
 	}
-	res := &Result{ExitCode: state.ExitCode()}
+	res := &Result{ExitCode: state.ExitCode(), Calls: sup.calls(), KilledFor: sup.killedFor, First: sup.first}
 	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		res.Signal = ws.Signal()
 	}
-	if sup != nil {
-		sup.stop()
-		res.Calls, res.KilledFor = sup.calls(), sup.killedFor
+	if sup.err != nil {
 		err = errors.Join(err, sup.err)
 	}
 	return res, err

@@ -45,6 +45,9 @@ type supervisor struct {
 	execed    bool
 	seen      map[callKey]*Call
 	killedFor *Call
+	// first is the first call the policy stopped; log gets them all.
+	first *Denial
+	log   *DenialLog
 	// err is why serving stopped early, if it did.
 	err  error
 	done chan struct{}
@@ -52,8 +55,8 @@ type supervisor struct {
 
 type callKey struct{ arch, nr uint32 }
 
-func newSupervisor(l *notify.Listener, decide *policy.Resolved, mode Mode, shimPid int) *supervisor {
-	return &supervisor{l: l, decide: decide, mode: mode, shimPid: shimPid, seen: map[callKey]*Call{}, done: make(chan struct{})}
+func newSupervisor(l *notify.Listener, decide *policy.Resolved, mode Mode, shimPid int, log *DenialLog) *supervisor {
+	return &supervisor{l: l, decide: decide, mode: mode, shimPid: shimPid, seen: map[callKey]*Call{}, log: log, done: make(chan struct{})}
 }
 
 // serve answers notifications until no task uses the filter or stop closes
@@ -76,10 +79,14 @@ func (s *supervisor) answer(n *notify.Notification) error {
 		return s.letShimExec(n)
 	}
 	act := s.decide.Decide(n.Data.Arch, n.Data.Nr, n.Data.Args)
-	if lets(act) {
+	if lets(act) || s.mode == Enforce && Ending(n) {
 		return s.respond(notify.Response{ID: n.ID, Continue: true})
 	}
+	if s.mode == Enforce && Aborting(n) {
+		return Abort(s.l, n)
+	}
 	c := s.record(n, act)
+	s.logDenial(n, act)
 	switch {
 	case s.mode == Audit:
 		return s.respond(notify.Response{ID: n.ID, Continue: true})
@@ -178,6 +185,18 @@ func processOf(tid int) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("%s has no Tgid", f.Name())
+}
+
+// logDenial notes the first denied call and logs each.
+func (s *supervisor) logDenial(n *notify.Notification, act policy.Action) {
+	d := NewDenial(n, "", act)
+	if s.mode == Audit {
+		d.Action = "audit"
+	}
+	if s.first == nil {
+		s.first = &d
+	}
+	s.log.Write(d)
 }
 
 // record counts a denied call.

@@ -36,6 +36,10 @@ type runCmd struct {
 	stats     bool
 	// wholeProcess runs a policy with compartments as its rules alone.
 	wholeProcess bool
+	// quiet drops the summary of denied calls; logDenials names the file
+	// that gets each.
+	quiet      bool
+	logDenials string
 }
 
 func runCommand() *cobra.Command {
@@ -86,6 +90,15 @@ work as for any policy; their report names who made each call.
 compartments and enforces the rules alone, their union, as one filter:
 the baseline compartments are measured against.
 
+In enforce mode, syscell says at exit on its standard error how many calls
+the policy denied and which was the first (syscall, compartment,
+instruction pointer), unless -q; --log-denials FILE writes one JSON line
+per denied call (time, thread, syscall, arguments, compartment, action).
+A call of the kernel's kill action is seen only as CMD's death by SIGSYS.
+Whatever the policy says, CMD may always exit, abort (SIGABRT to itself)
+and write to its standard error: a denial never turns an orderly exit
+into a crash.
+
 --heap-guard preloads syscell's use-after-free guard into CMD (LD_PRELOAD):
 every use of freed heap memory then faults with a report naming the
 allocation and free sites. The guard's own syscalls are allowed whatever
@@ -114,6 +127,8 @@ the policy says of them.`,
 	fs.BoolVar(&c.heapGuard, "heap-guard", false, "preload the use-after-free guard (its own syscalls are allowed)")
 	fs.BoolVar(&c.stats, "stats", false, "with compartments: list the calls the supervisor decided, at exit")
 	fs.BoolVar(&c.wholeProcess, "whole-process", false, "enforce the rules alone, as one filter for the whole process, ignoring the compartments")
+	fs.BoolVarP(&c.quiet, "quiet", "q", false, "do not summarize denied calls at exit")
+	fs.StringVar(&c.logDenials, "log-denials", "", "write each denied call to `FILE`, one JSON object a line")
 	return cmd
 }
 
@@ -145,46 +160,73 @@ func (c *runCmd) run(cmd *cobra.Command, args []string) error {
 		}
 		return inputErrorf("--stats: the policy has no compartments, so no call is supervised")
 	}
-	report, err := c.createReport()
+	out, err := c.createOutputs()
 	if err != nil {
 		return err
 	}
 	command := enforce.Command{Path: path, Args: args, Stdin: cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
 	if c.heapGuard {
 		if command.Env, err = heapGuardEnv(); err != nil {
+			out.discard()
 			return err
 		}
 	}
-	res, err := runSupervised(r, command, mode)
+	res, err := runSupervised(r, command, enforce.Options{Mode: mode, DenialLog: out.log})
 	if res == nil {
-		if report != nil {
-			report.Close()
-			os.Remove(report.Name())
-		}
+		out.discard()
 		return err
 	}
 	// CMD ran: what happened to it is said even if supervising it failed.
 	tell(cmd.ErrOrStderr(), mode, args[0], res)
-	if report != nil {
-		err = errors.Join(err, writeJSONReport(report, newRunReport(mode, c.policy, args, res)))
+	if mode == enforce.Enforce && !c.quiet {
+		tellDenials(cmd.ErrOrStderr(), total(res.Calls, func(c enforce.Call) int { return c.Count }), res.First, c.logDenials)
 	}
-	if err != nil {
+	if out.report != nil {
+		err = errors.Join(err, writeJSONReport(out.report, newRunReport(mode, c.policy, args, res)))
+	}
+	if err = errors.Join(err, out.closeLog()); err != nil {
 		return err
 	}
 	return exitStatusOf(res)
 }
 
+// total adds up the counts of calls.
+func total[T any](calls []T, count func(T) int) int {
+	n := 0
+	for _, c := range calls {
+		n += count(c)
+	}
+	return n
+}
+
+// tellDenials is the summary of the calls the policy denied.
+func tellDenials(w io.Writer, n int, first *enforce.Denial, log string) {
+	if n == 0 || first == nil {
+		return
+	}
+	more := " (--log-denials FILE lists each)"
+	if log != "" {
+		more = " (each is in " + log + ")"
+	}
+	calls := "calls"
+	if n == 1 {
+		calls = "call"
+	}
+	fmt.Fprintf(w, "syscell: %d %s denied; first: %s%s\n", n, calls, first, more)
+}
+
 // runSupervised runs command, passing on the signals meant for it.
 // Terminal interrupts reach it directly, so syscell only catches them;
 // ignoring them would have CMD ignore them too.
-func runSupervised(r *policy.Resolved, command enforce.Command, mode enforce.Mode) (*enforce.Result, error) {
+func runSupervised(r *policy.Resolved, command enforce.Command, opt enforce.Options) (*enforce.Result, error) {
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, unix.SIGTERM, unix.SIGHUP, unix.SIGUSR1, unix.SIGUSR2)
 	defer signal.Stop(signals)
 	interrupts := make(chan os.Signal, 1)
 	signal.Notify(interrupts, unix.SIGINT, unix.SIGQUIT)
 	defer signal.Stop(interrupts)
-	return enforce.Run(context.Background(), r, command, enforce.Options{Mode: mode, Signals: signals})
+	opt.Signals = signals
+	return enforce.Run(context.Background(), r, command, opt)
 }
 
 // exitStatusOf is syscell's exit status for how CMD ended: CMD's own, or
@@ -253,17 +295,58 @@ var runActions = map[string]policy.Action{
 	"trap":  {Kind: policy.Trap},
 }
 
-// createReport creates the --report file before CMD runs, so that a path
-// that cannot be written stops syscell before CMD has done anything.
-func (c *runCmd) createReport() (*os.File, error) {
-	if c.report == "" {
-		return nil, nil
+// runOutputs are the files run writes besides CMD's streams.
+type runOutputs struct {
+	report  *os.File
+	logFile *os.File
+	log     *enforce.DenialLog
+}
+
+// createOutputs creates the --report and --log-denials files before CMD
+// runs, so that a path that cannot be written stops syscell before CMD
+// has done anything.
+func (c *runCmd) createOutputs() (*runOutputs, error) {
+	out := &runOutputs{}
+	for _, f := range []struct {
+		path string
+		file **os.File
+	}{{c.report, &out.report}, {c.logDenials, &out.logFile}} {
+		if f.path == "" {
+			continue
+		}
+		file, err := os.Create(f.path)
+		if err != nil {
+			out.discard()
+			return nil, fileError(f.path, err)
+		}
+		*f.file = file
 	}
-	f, err := os.Create(c.report)
+	if out.logFile != nil {
+		out.log = enforce.NewDenialLog(out.logFile)
+	}
+	return out, nil
+}
+
+// discard removes the files of a run that did not start.
+func (o *runOutputs) discard() {
+	for _, f := range []*os.File{o.report, o.logFile} {
+		if f != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}
+}
+
+// closeLog closes the --log-denials file, reporting a failed write.
+func (o *runOutputs) closeLog() error {
+	if o.logFile == nil {
+		return nil
+	}
+	err := errors.Join(o.log.Err(), o.logFile.Close())
 	if err != nil {
-		return nil, fileError(c.report, err)
+		return fmt.Errorf("write %s: %w", o.logFile.Name(), err)
 	}
-	return f, nil
+	return nil
 }
 
 // runReport is the JSON of --report.
@@ -315,7 +398,7 @@ func tell(w io.Writer, mode enforce.Mode, name string, res *enforce.Result) {
 	case res.Signal != 0:
 		fmt.Fprintf(w, "syscell: %s killed by %s\n", name, unix.SignalName(res.Signal))
 	}
-	if mode == enforce.Enforce && len(res.Calls) == 0 {
+	if mode == enforce.Enforce {
 		return
 	}
 	if len(res.Calls) == 0 {

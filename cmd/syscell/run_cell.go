@@ -24,27 +24,27 @@ func (c *runCmd) runCompartments(cmd *cobra.Command, args []string, path string,
 	if c.action != "" || c.heapGuard {
 		return inputErrorf("the policy has compartments, which run enforces as written: --action and --heap-guard apply to policies without compartments")
 	}
-	report, err := c.createReport()
+	out, err := c.createOutputs()
 	if err != nil {
 		return err
 	}
 	command := enforce.Command{Path: path, Args: args, Stdin: cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
-	res, err := runCell(p, command, mode)
+	res, err := runCell(p, command, cell.Options{Mode: mode, DenialLog: out.log})
 	if res == nil {
-		if report != nil {
-			report.Close()
-			os.Remove(report.Name())
-		}
+		out.discard()
 		if errors.Is(err, cell.ErrNotAuditable) {
 			return badInput{err}
 		}
 		return err
 	}
 	tellCell(cmd.ErrOrStderr(), mode, args[0], res, c.stats)
-	if report != nil {
-		err = errors.Join(err, writeCellReport(report, mode, c.policy, args, res))
+	if mode == enforce.Enforce && !c.quiet {
+		tellDenials(cmd.ErrOrStderr(), total(res.Denied, func(d cell.Denied) int { return d.Count }), res.FirstDenied, c.logDenials)
 	}
-	if err != nil {
+	if out.report != nil {
+		err = errors.Join(err, writeCellReport(out.report, mode, c.policy, args, res))
+	}
+	if err = errors.Join(err, out.closeLog()); err != nil {
 		return err
 	}
 	return exitStatusOf(&enforce.Result{ExitCode: res.ExitCode, Signal: res.Signal})
@@ -52,14 +52,15 @@ func (c *runCmd) runCompartments(cmd *cobra.Command, args []string, path string,
 
 // runCell runs command, passing on the signals meant for it, as
 // runSupervised does.
-func runCell(p *policy.Policy, command enforce.Command, mode enforce.Mode) (*cell.Result, error) {
+func runCell(p *policy.Policy, command enforce.Command, opt cell.Options) (*cell.Result, error) {
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, unix.SIGTERM, unix.SIGHUP, unix.SIGUSR1, unix.SIGUSR2)
 	defer signal.Stop(signals)
 	interrupts := make(chan os.Signal, 1)
 	signal.Notify(interrupts, unix.SIGINT, unix.SIGQUIT)
 	defer signal.Stop(interrupts)
-	return cell.Run(context.Background(), p, command, cell.Options{Signals: signals, Mode: mode})
+	opt.Signals = signals
+	return cell.Run(context.Background(), p, command, opt)
 }
 
 // tellCell says on stderr how CMD ended when it did not just exit, what
@@ -75,7 +76,7 @@ func tellCell(w io.Writer, mode enforce.Mode, name string, res *cell.Result, sta
 	if res.Start.Unsealed != 0 {
 		fmt.Fprintf(w, "syscell: the stub window is not sealed (mseal: %v): code the policy lets call mprotect could rewrite it\n", res.Start.Unsealed)
 	}
-	if mode != enforce.Enforce {
+	if mode != enforce.Enforce || stats {
 		tellDenied(w, mode, res.Denied)
 	}
 	for _, d := range res.Denied {

@@ -1,0 +1,155 @@
+package cell
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/syscell/syscell/notify"
+	"github.com/syscell/syscell/policy"
+	"github.com/syscell/syscell/syscalls"
+)
+
+// The filter is installed once the loader has started the first image,
+// so that image's start-up calls precede it. An image an exec starts is
+// loaded under the filter: its loader's calls (start-up calls: no
+// compartment's, the rules' alone, as package record writes them) and
+// the audit library's own must run until it is loaded, and no longer,
+// or any library could forge a stack that looks like the loader's and
+// make the rules' calls. So start-up is open for a process only from an
+// exec the supervisor let run, once the kernel has really replaced the
+// image (its auxiliary vector, which only an exec sets, changed), until
+// the new image's audit library marks it loaded, at its first
+// consistent state, before any constructor of the image runs.
+
+// The mark: a call the audit library makes for the supervisor, an
+// execveat the kernel would refuse (no descriptor, flags it does not
+// define), which the filter notifies as it does every exec. Its flags
+// say what it marks (audit/audit.h).
+const (
+	markFlags  = 0x5ce11000
+	markLoaded = markFlags | 1
+)
+
+func isMark(n *notify.Notification) bool {
+	return isExec(n) && n.Data.Nr == unix.SYS_EXECVEAT && int32(n.Data.Args[0]) == -1 && n.Data.Args[4]&^0xff == markFlags
+}
+
+// answerMark takes a mark: a loaded image's start-up is over.
+func (s *supervisor) answerMark(n *notify.Notification) error {
+	t, err := s.thread(n.Pid)
+	if err == nil && n.Data.Args[4] == markLoaded {
+		s.mu.Lock()
+		t.proc.start = imageStart{}
+		s.mu.Unlock()
+	}
+	return ignoreGone(s.l.Respond(notify.Response{ID: n.ID}))
+}
+
+// imageStart is where a process is in starting an image; the
+// supervisor's mu guards it.
+type imageStart struct {
+	// execAuxv is the auxiliary vector of the image that made an exec
+	// the supervisor let run, until the exec is seen to have happened.
+	execAuxv []byte
+	// loading says the image an exec started is being loaded.
+	loading bool
+}
+
+// auxv reads the auxiliary vector of process tgid: set by the kernel at
+// each exec, and by nothing else (prctl(PR_SET_MM_AUXV) needs
+// CAP_SYS_RESOURCE).
+func auxv(tgid int) ([]byte, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/auxv", tgid))
+	if err != nil {
+		return nil, fmt.Errorf("cell: %w", err)
+	}
+	return b, nil
+}
+
+// execLetRun notes that the notified exec is about to run.
+func (s *supervisor) execLetRun(n *notify.Notification) {
+	t, err := s.thread(n.Pid)
+	if err != nil {
+		return
+	}
+	v, err := auxv(t.proc.tgid)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	t.proc.start = imageStart{execAuxv: v}
+	s.mu.Unlock()
+}
+
+// startingUp says whether p is loading an image an exec started, and n
+// is a call its loader may make then: one the rules allow, or one the
+// audit library makes for itself.
+func (s *supervisor) startingUp(p *process, n *notify.Notification) bool {
+	if p == nil || !s.loading(p) {
+		return false
+	}
+	return s.spec.Union.Verdict(n.Data.Nr, n.Data.Args) == policy.ActAllow || auditorCalls[n.Data.Nr]
+}
+
+// loading says whether p is loading an image an exec started.
+func (s *supervisor) loading(p *process) bool {
+	s.mu.Lock()
+	st := p.start
+	s.mu.Unlock()
+	if st.loading || st.execAuxv == nil {
+		return st.loading
+	}
+	v, err := auxv(p.tgid)
+	if err != nil || bytes.Equal(v, st.execAuxv) {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p.start.execAuxv != nil {
+		p.start = imageStart{loading: true}
+	}
+	return p.start.loading
+}
+
+// auditorCalls are the calls the audit library makes for itself while an
+// image loads, which no recording of the program shows: sealing its
+// window and the runtime's code, and what its own libc asks at start.
+var auditorCalls = map[uint32]bool{
+	unix.SYS_MSEAL:    true,
+	unix.SYS_READLINK: true,
+	unix.SYS_SYSINFO:  true,
+}
+
+// loaderCache is the file the dynamic loader maps to find libraries, and
+// unmaps once the program is loaded, after the filter is in place.
+const loaderCache = "/etc/ld.so.cache"
+
+// unmapsLoaderCache says whether n unmaps exactly a mapping of the
+// loader's cache, which nothing but the loader needs.
+func unmapsLoaderCache(n *notify.Notification) bool {
+	if n.Data.Arch != syscalls.AuditArchX86_64 || n.Data.Nr != unix.SYS_MUNMAP {
+		return false
+	}
+	start, size := n.Data.Args[0], n.Data.Args[1]
+	end := start + (size+pageSize-1)&^(pageSize-1)
+	if size == 0 || end < start {
+		return false
+	}
+	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", n.Pid))
+	if err != nil {
+		return false
+	}
+	prefix := fmt.Sprintf("%x-%x ", start, end)
+	for line := range strings.Lines(string(maps)) {
+		if strings.HasPrefix(line, prefix) {
+			return strings.HasSuffix(strings.TrimSpace(line), " "+loaderCache)
+		}
+	}
+	return false
+}
+
+const pageSize = 4096
