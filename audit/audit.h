@@ -121,6 +121,8 @@ void layout_send(void);
 /* inherit.c: what images the program executes inherit. */
 #define INHERIT_ENV "SYSCELL_CELL"
 void inherit_add(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* What images executed later inherit, complete: SYSCELL_CELL's value. */
+const char *inherit_text(void);
 void inherit_publish(void);
 void inherit_apply(void);
 void inherit_check(const struct object *o);

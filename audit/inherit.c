@@ -48,13 +48,23 @@ void inherit_add(const char *fmt, ...)
 	text[len++] = ';';
 }
 
+const char *inherit_text(void)
+{
+	if (len == 0 || strcmp(text + len - sizeof "end", "end;") != 0)
+		inherit_add("end");
+	if (overflow)
+		return OVERFLOW;
+	text[len] = '\0';
+	return text;
+}
+
 void inherit_publish(void)
 {
 	char *value = getenv(INHERIT_ENV);
 	if (value == NULL)
 		die("%s is not set: run the program with syscell run", INHERIT_ENV);
 	size_t room = strlen(value);
-	inherit_add("end");
+	inherit_text();
 	/* An image executed later finds "overflow" and refuses to run. */
 	if (overflow || len > room) {
 		if (room >= sizeof OVERFLOW - 1)

@@ -86,6 +86,7 @@ void layout_send(void)
 	dl_iterate_phdr(auditor_range, NULL);
 	channel_printf("epoch %lx\n", (unsigned long)window_epoch());
 	channel_printf("sealed %d\n", window_seal_errno());
+	channel_printf("inherit %s\n", inherit_text());
 	channel_printf("end\n");
 	channel_flush();
 }

@@ -61,12 +61,49 @@ func isExec(n *notify.Notification) bool {
 
 // checkExec decides an exec the policy allows: it runs if the image it
 // starts will load the audit library with the inherited layout
-// (checkImage); else it fails with EPERM, and why is returned.
+// (checkImage). An environment that dropped syscell's variables (env -i,
+// env -u LD_AUDIT) gets them back: the call is withdrawn and made again
+// with them (repairEnv), and errRetry is returned. An environment the
+// supervisor cannot read fails with EFAULT, as the kernel would fail it;
+// anything else with EPERM, and why is returned.
 func (s *supervisor) checkExec(n *notify.Notification) (policy.Action, error) {
-	if err := checkImage(n, s.library); err != nil {
-		return policy.ActEPERM, err
+	err := checkImage(n, s.library)
+	switch {
+	case err == nil:
+		return policy.ActAllow, nil
+	case errors.Is(err, errFault):
+		return policy.Action{Kind: policy.Errno, Data: uint16(unix.EFAULT)}, err
+	case errors.Is(err, errStaleLayout) && s.inherit != "":
+		if rerr := s.repairEnv(n); rerr == nil {
+			return policy.ActAllow, errRetry
+		} else {
+			err = fmt.Errorf("%w, and could not be given them: %w", err, rerr)
+		}
 	}
-	return policy.ActAllow, nil
+	return policy.ActEPERM, err
+}
+
+// errFault reports memory of the caller the supervisor cannot read.
+var errFault = errors.New("bad address")
+
+// repairEnv has the notified exec made again with syscell's variables in
+// its environment (the tracer rewrites its environment pointer).
+func (s *supervisor) repairEnv(n *notify.Notification) error {
+	env, err := readEnv(n)
+	if err != nil {
+		return err
+	}
+	env = programEnv(env, s.library, 0)
+	for i, kv := range env {
+		switch {
+		case strings.HasPrefix(kv, inheritEnv+"="):
+			env[i] = inheritEnv + "=" + s.inherit
+		case strings.HasPrefix(kv, channelEnv+"="):
+			env[i] = ""
+		}
+	}
+	env = slices.DeleteFunc(env, func(kv string) bool { return kv == "" })
+	return s.tracer.do(func() error { return setExecEnv(n.Pid, envpArg[n.Data.Nr], env) })
 }
 
 // checkImage checks that the image the notified exec starts will load the
@@ -120,21 +157,12 @@ func execTarget(n *notify.Notification) (root, path string, err error) {
 // that it loads the audit library library and carries the inherited
 // layout.
 func checkExecEnv(n *notify.Notification, library string) error {
-	envp := n.Data.Args[envpArg[n.Data.Nr]]
-	mem := attribute.ProcessMemory{Pid: n.Pid}
+	env, err := readEnv(n)
+	if err != nil {
+		return err
+	}
 	audit, layout := false, false
-	for i := range maxEnv {
-		p, err := mem.Word(envp + uint64(8*i))
-		if err != nil {
-			return fmt.Errorf("read the environment: %w", err)
-		}
-		if p == 0 {
-			break
-		}
-		kv, err := readString(mem, p, maxEnvVar)
-		if err != nil {
-			return fmt.Errorf("read the environment: %w", err)
-		}
+	for _, kv := range env {
 		name, value, _ := strings.Cut(kv, "=")
 		switch name {
 		case "LD_AUDIT":
@@ -147,6 +175,32 @@ func checkExecEnv(n *notify.Notification, library string) error {
 		return errStaleLayout
 	}
 	return nil
+}
+
+// readEnv reads the environment the notified exec passes: none for a
+// null pointer, as the kernel takes it.
+func readEnv(n *notify.Notification) ([]string, error) {
+	envp := n.Data.Args[envpArg[n.Data.Nr]]
+	mem := attribute.ProcessMemory{Pid: n.Pid}
+	var env []string
+	for i := range maxEnv {
+		if envp == 0 {
+			break
+		}
+		p, err := mem.Word(envp + uint64(8*i))
+		if err != nil {
+			return nil, fmt.Errorf("read the environment: %w: %w", errFault, err)
+		}
+		if p == 0 {
+			return env, nil
+		}
+		kv, err := readString(mem, p, maxEnvVar)
+		if err != nil {
+			return nil, fmt.Errorf("read the environment: %w: %w", errFault, err)
+		}
+		env = append(env, kv)
+	}
+	return env, nil
 }
 
 // readString reads the NUL-terminated string at at, up to max bytes.

@@ -1,6 +1,7 @@
 package cell
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
@@ -30,13 +31,8 @@ type tracer struct {
 }
 
 type traceRequest struct {
-	tid   int
-	reply chan<- traceReply
-}
-
-type traceReply struct {
-	regs unix.PtraceRegs
-	err  error
+	run   func() error
+	reply chan<- error
 }
 
 func newTracer() *tracer {
@@ -49,19 +45,27 @@ func newTracer() *tracer {
 func (t *tracer) serve() {
 	runtime.LockOSThread()
 	for r := range t.reqs {
-		regs, err := readRegisters(r.tid)
-		r.reply <- traceReply{regs, err}
+		r.reply <- r.run()
 	}
 }
 
 func (t *tracer) stop() { close(t.reqs) }
 
+// do runs f on the tracer's thread.
+func (t *tracer) do(f func() error) error {
+	reply := make(chan error)
+	t.reqs <- traceRequest{f, reply}
+	return <-reply
+}
+
 // registers reads the registers of thread tid (readRegisters).
 func (t *tracer) registers(tid int) (unix.PtraceRegs, error) {
-	reply := make(chan traceReply)
-	t.reqs <- traceRequest{tid, reply}
-	r := <-reply
-	return r.regs, r.err
+	var regs unix.PtraceRegs
+	err := t.do(func() (err error) {
+		regs, err = readRegisters(tid)
+		return err
+	})
+	return regs, err
 }
 
 // readRegisters stops thread tid, which waits in a notified call, with
@@ -75,6 +79,12 @@ func readRegisters(tid int) (unix.PtraceRegs, error) {
 		return regs, fmt.Errorf("cell: ptrace thread %d: %w", tid, err)
 	}
 	defer unix.PtraceDetach(tid)
+	return interrupt(tid)
+}
+
+// interrupt stops thread tid, seized, and reads its registers.
+func interrupt(tid int) (unix.PtraceRegs, error) {
+	var regs unix.PtraceRegs
 	if err := unix.PtraceInterrupt(tid); err != nil {
 		return regs, fmt.Errorf("cell: interrupt thread %d: %w", tid, err)
 	}
@@ -106,4 +116,56 @@ func (s *saved) fill(regs *unwind.Regs) {
 	} {
 		regs[reg] = v
 	}
+}
+
+// setExecEnv stops thread tid, which waits in a notified exec, and has it
+// make the exec again with env as its environment: the strings and their
+// array are written below its stack's red zone (memory the exec replaces
+// if it succeeds, and the thread's stack no longer holds anything in if
+// it fails), and the argument register arg points to them.
+func setExecEnv(tid, arg int, env []string) error {
+	if err := unix.PtraceSeize(tid); err != nil {
+		return fmt.Errorf("cell: ptrace thread %d: %w", tid, err)
+	}
+	defer unix.PtraceDetach(tid)
+	regs, err := interrupt(tid)
+	if err != nil {
+		return err
+	}
+	block, envp := envBlock(regs.Rsp-redZone, env)
+	remote := []unix.RemoteIovec{{Base: uintptr(envp), Len: len(block)}}
+	if _, err := unix.ProcessVMWritev(tid, []unix.Iovec{{Base: &block[0], Len: uint64(len(block))}}, remote, 0); err != nil {
+		return fmt.Errorf("cell: write the environment of thread %d: %w", tid, err)
+	}
+	switch arg {
+	case 2:
+		regs.Rdx = envp
+	case 3:
+		regs.R10 = envp
+	}
+	if err := unix.PtraceSetRegs(tid, &regs); err != nil {
+		return fmt.Errorf("cell: registers of thread %d: %w", tid, err)
+	}
+	return nil
+}
+
+// redZone is what the x86_64 ABI lets a function use below its stack
+// pointer.
+const redZone = 128
+
+// envBlock lays out env below top: the array of pointers (at the returned
+// address, 16-byte aligned), then the strings.
+func envBlock(top uint64, env []string) ([]byte, uint64) {
+	size := 8 * (len(env) + 1)
+	for _, kv := range env {
+		size += len(kv) + 1
+	}
+	base := (top - uint64(size)) &^ 15
+	block := make([]byte, size)
+	str := 8 * (len(env) + 1)
+	for i, kv := range env {
+		binary.LittleEndian.PutUint64(block[8*i:], base+uint64(str))
+		str += copy(block[str:], kv) + 1
+	}
+	return block, base
 }

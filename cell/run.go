@@ -240,7 +240,9 @@ func handshake(ch *channel, p *policy.Policy, cfg config, opt Options, lib strin
 	if err != nil {
 		return nil, nil, err
 	}
-	return newSupervisor(l, spec, opt, lib, ids, win, start.Epoch), start, nil
+	sup := newSupervisor(l, spec, opt, lib, ids, win, start.Epoch)
+	sup.inherit = start.Inherit
+	return sup, start, nil
 }
 
 func startError(err error) error {

@@ -33,6 +33,9 @@ type Start struct {
 	Layout compartment.Layout
 	// Epoch is the address of the epoch page (audit/window.c).
 	Epoch uint64
+	// Inherit is what executed images inherit (audit/inherit.c): the
+	// value of the program's SYSCELL_CELL.
+	Inherit string `json:"-"`
 	// Unsealed is why the stub window could not be sealed (mseal's errno),
 	// 0 when it was.
 	Unsealed syscall.Errno
@@ -62,7 +65,7 @@ func (c *channel) start(w window, ids *identities) (*Start, error) {
 
 // add reads one line of the layout.
 func (s *Start) add(verb string, f []string, ids *identities) error {
-	n := map[string]int{"object": 6, "text": 3, "runtime": 2, "epoch": 1, "sealed": 1}[verb]
+	n := map[string]int{"object": 6, "text": 3, "runtime": 2, "epoch": 1, "sealed": 1, "inherit": 1}[verb]
 	if n == 0 || len(f) < n {
 		return errors.New("malformed")
 	}
@@ -87,6 +90,9 @@ func (s *Start) add(verb string, f []string, ids *identities) error {
 		var err error
 		s.Epoch, err = strconv.ParseUint(f[0], 16, 64)
 		return err
+	case "inherit":
+		s.Inherit = strings.Join(f, " ")
+		return nil
 	}
 	errno, err := strconv.Atoi(f[0])
 	s.Unsealed = syscall.Errno(errno)

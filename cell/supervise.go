@@ -31,8 +31,10 @@ type supervisor struct {
 	epochAt uint64
 	objs    *attribute.Objects
 	tracer  *tracer
-	// library is the audit library, which every exec must load.
+	// library is the audit library, which every exec must load, and
+	// inherit what the images it loads into inherit (Start.Inherit).
 	library string
+	inherit string
 	// mode is what happens to the calls the policy stops.
 	mode enforce.Mode
 
@@ -132,7 +134,11 @@ func (s *supervisor) answer(n *notify.Notification, stack []byte) error {
 	}
 	var why error
 	if act == policy.ActAllow && isExec(n) {
-		if act, why = s.checkExec(n); why != nil && o.label == "" {
+		act, why = s.checkExec(n)
+		if errors.Is(why, errRetry) {
+			return nil
+		}
+		if why != nil && o.label == "" {
 			o = s.filterOwner(n, stack)
 		}
 	}
