@@ -86,13 +86,40 @@ func (s *supervisor) execLetRun(n *notify.Notification) {
 }
 
 // startingUp says whether p is loading an image an exec started, and n
-// is a call its loader may make then: one the rules allow, or one the
-// audit library makes for itself.
+// is a call its loader may make then: a start-up call the rules allow,
+// or one the audit library makes for itself.
 func (s *supervisor) startingUp(p *process, n *notify.Notification) bool {
 	if p == nil || !s.loading(p) {
 		return false
 	}
-	return s.spec.Union.Verdict(n.Data.Nr, n.Data.Args) == policy.ActAllow || auditorCalls[n.Data.Nr]
+	return auditorCalls[n.Data.Nr] || startUpCalls[n.Data.Nr] && s.spec.Union.Verdict(n.Data.Nr, n.Data.Args) == policy.ActAllow
+}
+
+// loadingCall says whether n is a start-up call of a process loading an
+// image an exec started. Until the image is loaded, only the loader, the
+// audit library and the code the loader runs while it relocates (IFUNC
+// resolvers, an interposed malloc) run in it, as in the first image
+// before the filter: so these calls need no unwind, which would read the
+// process's mappings anew at every call while the loader changes them.
+func (s *supervisor) loadingCall(n *notify.Notification) bool {
+	if n.Data.Arch != syscalls.AuditArchX86_64 || !startUpCalls[n.Data.Nr] && !auditorCalls[n.Data.Nr] {
+		return false
+	}
+	t, err := s.thread(n.Pid)
+	return err == nil && s.startingUp(t.proc, n)
+}
+
+// startUpCalls are the calls the dynamic loader makes while it loads an
+// image (glibc 2.36's, and its libc's early initialisation): what
+// start-up may do, whatever else the rules allow.
+var startUpCalls = map[uint32]bool{
+	unix.SYS_ACCESS: true, unix.SYS_ARCH_PRCTL: true, unix.SYS_BRK: true,
+	unix.SYS_CLOSE: true, unix.SYS_FSTAT: true, unix.SYS_GETCWD: true,
+	unix.SYS_GETRANDOM: true, unix.SYS_LSEEK: true, unix.SYS_MMAP: true,
+	unix.SYS_MPROTECT: true, unix.SYS_MUNMAP: true, unix.SYS_NEWFSTATAT: true,
+	unix.SYS_OPENAT: true, unix.SYS_PREAD64: true, unix.SYS_PRLIMIT64: true,
+	unix.SYS_READ: true, unix.SYS_RSEQ: true, unix.SYS_SET_ROBUST_LIST: true,
+	unix.SYS_SET_TID_ADDRESS: true, unix.SYS_STATFS: true, unix.SYS_UNAME: true,
 }
 
 // loading says whether p is loading an image an exec started.

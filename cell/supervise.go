@@ -116,6 +116,12 @@ func (s *supervisor) answer(n *notify.Notification, stack []byte) error {
 	if isMark(n) {
 		return s.answerMark(n)
 	}
+	if s.loadingCall(n) {
+		s.mu.Lock()
+		s.stats.count(OwnerStartUp, n.Data.Nr, true, nil)
+		s.mu.Unlock()
+		return ignoreGone(s.l.Respond(notify.Response{ID: n.ID, Continue: true}))
+	}
 	act := s.spec.Verdict(n.Data.Arch, n.Data.Nr, n.Data.IP, n.Data.Args)
 	supervised := act == compartment.Supervise
 	var o owner
