@@ -129,6 +129,10 @@ void inherit_check(const struct object *o);
 /* Marks for the supervisor (cell/startup.go): execveat(-1, ..., flags). */
 #define MARK_FLAGS 0x5ce11000
 #define MARK_LOADED (MARK_FLAGS | 1)
+#define MARK_BOUND (MARK_FLAGS | 2)
+/* The slot of the compartment that bounds this executed image, whose
+   objects then all bind to it, or -1 for none (cell/execs.go). */
+int inherit_bound(void);
 /* Tells the supervisor that this executed image is loaded: its loader's
    start-up calls are over. */
 void inherit_loaded(void);

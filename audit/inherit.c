@@ -118,3 +118,13 @@ void inherit_loaded(void)
 	   (cell/startup.go): an execveat the kernel would refuse. */
 	syscall(SYS_execveat, -1, NULL, NULL, NULL, MARK_LOADED);
 }
+
+int inherit_bound(void)
+{
+	long v = syscall(SYS_execveat, -1, NULL, NULL, NULL, MARK_BOUND);
+	if (v < 0)
+		die("ask the supervisor what bounds this image: %s", strerror(errno));
+	if (v > (long)config.nslots)
+		die("the supervisor bounds this image by slot %ld of %u", v - 1, config.nslots);
+	return (int)v - 1;
+}

@@ -8,6 +8,8 @@
 #include "audit.h"
 
 static bool installed, inherited;
+/* The slot every object of a bounded executed image binds to, or -1. */
+static int bound = -1;
 static bool seen_executable;
 
 EXPORT unsigned la_version(unsigned version)
@@ -22,6 +24,7 @@ EXPORT unsigned la_version(unsigned version)
 		/* An image the program executed: its filter is in place. */
 		inherit_apply();
 		inherited = true;
+		bound = inherit_bound();
 	}
 	stubs_init();
 	window_reserve();
@@ -33,6 +36,8 @@ EXPORT unsigned la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *cookie)
 	/* Once the filter is installed, stat is a supervised call: make it
 	   only when a compartment names its objects by file. */
 	struct object *o = object_identify(map, lmid, !installed || config_has_file_identities());
+	if (bound >= 0 && !o->runtime)
+		o->slot = bound;
 	*cookie = (uintptr_t)o;
 	if (inherited)
 		inherit_check(o);

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -128,6 +129,9 @@ func newIdentities(p *policy.Policy) (*identities, error) {
 }
 
 // compartmentOf returns the compartment o belongs to, if any.
+// slot is the window slot of compartment name, -1 for none.
+func (ids *identities) slot(name string) int { return slices.Index(ids.names, name) }
+
 func (ids *identities) compartmentOf(o *attribute.Object) (string, bool) {
 	if o.Runtime {
 		return "", false

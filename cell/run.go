@@ -47,6 +47,9 @@ type Options struct {
 	Mode enforce.Mode
 	// DenialLog, if not nil, gets every call the policy stopped.
 	DenialLog *enforce.DenialLog
+	// Exec is what happens to an exec of a program the policy does not
+	// let its caller start with its own compartments (execs.go).
+	Exec ExecRule
 }
 
 // Result is how the program ended and what the supervisor saw.
@@ -241,7 +244,7 @@ func handshake(ch *channel, p *policy.Policy, cfg config, opt Options, lib strin
 		return nil, nil, err
 	}
 	sup := newSupervisor(l, spec, opt, lib, ids, win, start.Epoch)
-	sup.inherit = start.Inherit
+	sup.inherit, sup.execs = start.Inherit, grantsOf(p)
 	return sup, start, nil
 }
 

@@ -32,21 +32,31 @@ import (
 const (
 	markFlags  = 0x5ce11000
 	markLoaded = markFlags | 1
+	markBound  = markFlags | 2
 )
 
 func isMark(n *notify.Notification) bool {
 	return isExec(n) && n.Data.Nr == unix.SYS_EXECVEAT && int32(n.Data.Args[0]) == -1 && n.Data.Args[4]&^0xff == markFlags
 }
 
-// answerMark takes a mark: a loaded image's start-up is over.
+// answerMark takes a mark: a loaded image's start-up is over; or, asked
+// by the audit library of an image an exec started, the slot of the
+// compartment that bounds the image (execs.go), plus one, 0 for none.
 func (s *supervisor) answerMark(n *notify.Notification) error {
 	t, err := s.thread(n.Pid)
-	if err == nil && n.Data.Args[4] == markLoaded {
-		s.mu.Lock()
-		t.proc.start = imageStart{}
-		s.mu.Unlock()
+	var val int64
+	if err == nil {
+		switch n.Data.Args[4] {
+		case markLoaded:
+			s.mu.Lock()
+			t.proc.start = imageStart{}
+			s.mu.Unlock()
+		case markBound:
+			s.loading(t.proc)
+			val = int64(s.ids.slot(s.boundOf(t.proc)) + 1)
+		}
 	}
-	return ignoreGone(s.l.Respond(notify.Response{ID: n.ID}))
+	return ignoreGone(s.l.Respond(notify.Response{ID: n.ID, Val: val}))
 }
 
 // imageStart is where a process is in starting an image; the
@@ -55,6 +65,9 @@ type imageStart struct {
 	// execAuxv is the auxiliary vector of the image that made an exec
 	// the supervisor let run, until the exec is seen to have happened.
 	execAuxv []byte
+	// bound is the compartment that is to bound the image the exec
+	// starts, "" for none (execs.go).
+	bound string
 	// loading says the image an exec started is being loaded.
 	loading bool
 }
@@ -70,8 +83,9 @@ func auxv(tgid int) ([]byte, error) {
 	return b, nil
 }
 
-// execLetRun notes that the notified exec is about to run.
-func (s *supervisor) execLetRun(n *notify.Notification) {
+// execLetRun notes that the notified exec is about to run, and start an
+// image bound by the compartment bound ("" for none).
+func (s *supervisor) execLetRun(n *notify.Notification, bound string) {
 	t, err := s.thread(n.Pid)
 	if err != nil {
 		return
@@ -81,7 +95,7 @@ func (s *supervisor) execLetRun(n *notify.Notification) {
 		return
 	}
 	s.mu.Lock()
-	t.proc.start = imageStart{execAuxv: v}
+	t.proc.start = imageStart{execAuxv: v, bound: bound}
 	s.mu.Unlock()
 }
 
@@ -137,6 +151,7 @@ func (s *supervisor) loading(p *process) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p.start.execAuxv != nil {
+		p.bound = p.start.bound
 		p.start = imageStart{loading: true}
 	}
 	return p.start.loading

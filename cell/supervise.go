@@ -35,6 +35,10 @@ type supervisor struct {
 	// inherit what the images it loads into inherit (Start.Inherit).
 	library string
 	inherit string
+	// execs are the programs each compartment may start with their own
+	// compartments, and execRule what happens to the others (execs.go).
+	execs    map[string]map[string]bool
+	execRule ExecRule
 	// mode is what happens to the calls the policy stops.
 	mode enforce.Mode
 
@@ -75,6 +79,7 @@ func newSupervisor(l *notify.Listener, spec *compartment.Spec, opt Options, libr
 		objs:    attribute.NewObjects(rt),
 		threads: map[int]*thread{}, procs: map[int]*process{}, saved: map[int]*saved{}, sweepAt: minSweep,
 		tracer: newTracer(), stats: stats{}, library: library, mode: opt.Mode, denied: denials{}, log: opt.DenialLog, done: make(chan struct{}),
+		execRule: opt.Exec,
 	}
 }
 
@@ -139,10 +144,16 @@ func (s *supervisor) answer(n *notify.Notification, stack []byte) error {
 		return enforce.Abort(s.l, n)
 	}
 	var why error
+	var bound string
 	if act == policy.ActAllow && isExec(n) {
 		act, why = s.checkExec(n)
 		if errors.Is(why, errRetry) {
 			return nil
+		}
+		if why == nil {
+			if bound, why = s.execBound(n, o); why != nil {
+				act = policy.ActEPERM
+			}
 		}
 		if why != nil && o.label == "" {
 			o = s.filterOwner(n, stack)
@@ -166,7 +177,7 @@ func (s *supervisor) answer(n *notify.Notification, stack []byte) error {
 	s.mu.Unlock()
 	if act == policy.ActAllow {
 		if isExec(n) {
-			s.execLetRun(n)
+			s.execLetRun(n, bound)
 		}
 		return ignoreGone(s.l.Respond(notify.Response{ID: n.ID, Continue: true}))
 	}
@@ -200,10 +211,14 @@ func (s *supervisor) decide(n *notify.Notification, stack []byte) (owner, policy
 // bounded by the union alone, the filter having notified the call,
 // unless the policy gives the runtime a compartment of its own (as
 // package record writes one). The loader's start-up calls are no
-// compartment's: exempt decides them.
+// compartment's: exempt decides them. In an image bounded by a
+// compartment (execs.go), that compartment decides.
 func (s *supervisor) allows(o owner, nr uint32) bool {
 	if _, ok := s.spec.Allowed[runtimeCompartment]; o.runtime && !o.startUp && !ok {
 		return true
+	}
+	if b := s.boundOf(o.proc); b != "" && !o.runtime {
+		return s.boundAllows(b, nr)
 	}
 	return s.spec.Allowed[o.compartment][nr]
 }

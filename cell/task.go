@@ -43,8 +43,10 @@ type process struct {
 	// chains is valid for space only while its epoch holds.
 	chains *chains
 	// start is where the process is in starting an image (startup.go),
-	// under the supervisor's mu.
+	// and bound the compartment that bounds its image, "" for none
+	// (execs.go); both under the supervisor's mu.
 	start imageStart
+	bound string
 }
 
 // epoch is the content of the audit library's epoch page
@@ -261,7 +263,7 @@ func (s *supervisor) process(tgid int) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &process{tgid: tgid, pidfd: pidfd}
+	p := &process{tgid: tgid, pidfd: pidfd, bound: s.inheritedBound(tgid)}
 	s.procs[tgid] = p
 	return p, nil
 }

@@ -56,5 +56,9 @@ type Compartment struct {
 	Path     string
 	BuildID  string // hex GNU build-id, when known
 	Syscalls []string
-	Pos      Pos
+	// Exec names the compartments of the programs this compartment may
+	// start with execve with their own compartments; any other program it
+	// starts is bounded by this compartment's syscalls.
+	Exec []string
+	Pos  Pos
 }

@@ -208,8 +208,14 @@ func (d *tomlDecoder) setCompartment(key string, kv *unstable.Node) error {
 		}
 	case "syscalls":
 		d.comp.Syscalls, err = d.syscalls(key, kv)
+	case "exec":
+		d.comp.Exec = []string{}
+		err = d.eachString(key, kv, func(s string) error {
+			d.comp.Exec = append(d.comp.Exec, s)
+			return nil
+		})
 	default:
-		err = d.errorf(kv, "unknown key %q in [[compartment]] (want name, path, build-id or syscalls)", key)
+		err = d.errorf(kv, "unknown key %q in [[compartment]] (want name, path, build-id, syscalls or exec)", key)
 	}
 	return err
 }

@@ -89,6 +89,13 @@ func (p *Policy) validateCompartments() error {
 			}
 		}
 	}
+	for _, c := range p.Compartments {
+		for _, name := range c.Exec {
+			if _, ok := first[name]; !ok {
+				return errorAt(c.Pos, "compartment %q: exec names %q, which is no compartment", c.Name, name)
+			}
+		}
+	}
 	return nil
 }
 

@@ -100,6 +100,11 @@ func (b *tomlBuilder) compartment(c Compartment, comments map[string]string) {
 	names := slices.Clone(c.Syscalls)
 	slices.Sort(names)
 	b.names("syscalls", slices.Compact(names), comments)
+	if len(c.Exec) > 0 {
+		execs := slices.Clone(c.Exec)
+		slices.Sort(execs)
+		b.names("exec", slices.Compact(execs), nil)
+	}
 }
 
 func (b *tomlBuilder) keyString(key, s string) {

@@ -29,6 +29,9 @@ type Compartment struct {
 	BuildID string
 	// Calls counts the calls by syscall name.
 	Calls map[string]uint64
+	// Execs names the compartments of the programs its exec calls
+	// started.
+	Execs map[string]bool
 }
 
 // key identifies a compartment across runs and processes, as a policy

@@ -44,7 +44,7 @@ func fromPolicy(p *policy.Policy, counts map[string]map[string]uint64) (*Recordi
 	rec := &Recording{Arches: p.Arches, Unknown: map[uint32]uint64{}}
 	inCompartment := map[string]bool{}
 	for _, pc := range p.Compartments {
-		c := &Compartment{Name: pc.Name, Path: pc.Path, BuildID: pc.BuildID, Calls: map[string]uint64{}}
+		c := &Compartment{Name: pc.Name, Path: pc.Path, BuildID: pc.BuildID, Calls: map[string]uint64{}, Execs: setOf(pc.Exec)}
 		for _, name := range pc.Syscalls {
 			c.Calls[name] = counts[pc.Name][name]
 			inCompartment[name] = true
@@ -214,4 +214,16 @@ func lineOf(data []byte, s string) int {
 		return 0
 	}
 	return 1 + bytes.Count(data[:i], []byte{'\n'})
+}
+
+// setOf is names as a set, nil when empty.
+func setOf(names []string) map[string]bool {
+	if len(names) == 0 {
+		return nil
+	}
+	set := map[string]bool{}
+	for _, n := range names {
+		set[n] = true
+	}
+	return set
 }

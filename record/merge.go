@@ -24,6 +24,12 @@ func Merge(recs ...*Recording) *Recording {
 				m = &Compartment{Name: c.Name, Path: c.Path, BuildID: k.buildID, Calls: map[string]uint64{}}
 				byKey[k] = m
 			}
+			for name := range c.Execs {
+				if m.Execs == nil {
+					m.Execs = map[string]bool{}
+				}
+				m.Execs[name] = true
+			}
 			for name, n := range c.Calls {
 				m.Calls[name] += n
 			}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -22,7 +23,7 @@ func (r *Recording) Policy() (*policy.Policy, policy.WriteOptions) {
 	opts := policy.WriteOptions{Comments: map[string]map[string]string{}}
 	for _, c := range r.Compartments {
 		p.Compartments = append(p.Compartments, policy.Compartment{
-			Name: c.Name, Path: c.Path, BuildID: c.BuildID, Syscalls: sortedNames(c.Calls)})
+			Name: c.Name, Path: c.Path, BuildID: c.BuildID, Syscalls: sortedNames(c.Calls), Exec: slices.Sorted(maps.Keys(c.Execs))})
 		opts.Comments[c.Name] = countComments(c.Calls)
 	}
 	if union := r.union(); len(union) > 0 {

@@ -30,6 +30,7 @@ type recorder struct {
 	counts   map[trace.CountKey]uint64
 	failures map[failureKey]*Failure
 	unknown  map[uint32]uint64
+	execs    *execs
 	stats    Stats
 }
 
@@ -44,6 +45,7 @@ func newRecorder(t *trace.Tracer, objs *attribute.Objects) *recorder {
 		counts:   map[trace.CountKey]uint64{},
 		failures: map[failureKey]*Failure{},
 		unknown:  map[uint32]uint64{},
+		execs:    newExecs(),
 		tasks:    map[int]uint64{},
 		users:    map[uint64]int{},
 	}
@@ -68,6 +70,7 @@ func (r *recorder) handle(ev any) error {
 		r.fork(e)
 	case *trace.Exec:
 		r.stats.Execs++
+		r.execs.exec(e)
 		r.setTask(e.OldTID, 0)
 		r.setTask(e.TID, e.ASpace)
 	case *trace.Exit:
@@ -152,13 +155,14 @@ func (r *recorder) syscall(e *trace.Syscall) error {
 		r.stats.Holes++
 	}
 	key := trace.CountKey{Nr: e.Nr}
+	name, _, known := callName(e.Nr)
 	if comp, ok := r.tracer.Known(e.Epoch, e.Regs.IP, snapshotReader(e)); ok {
 		key.Compartment = comp
 		r.counts[key]++
 		r.stats.Repeated++
+		r.noteExec(e, name, comp)
 		return nil
 	}
-	name, _, known := callName(e.Nr)
 	s := r.spaces[e.ASpace]
 	if s == nil {
 		r.unattributed(known, e.Nr, name, func() {
@@ -174,6 +178,7 @@ func (r *recorder) syscall(e *trace.Syscall) error {
 	}
 	key.Compartment = r.reg.id(res)
 	r.counts[key]++
+	r.noteExec(e, name, key.Compartment)
 	if res.StackBytes > r.stats.StackNeeded {
 		r.stats.StackNeeded = res.StackBytes
 		r.stats.StackNeededBy = fmt.Sprintf("%s by %s", name, r.reg.comps[key.Compartment-1].Name)
@@ -191,8 +196,15 @@ func (r *recorder) unattributed(known bool, nr uint32, name string, fail func())
 	r.unknown[nr]++
 }
 
+// noteExec notes an exec call's compartment (execs.go).
+func (r *recorder) noteExec(e *trace.Syscall, name string, comp uint32) {
+	if isExecCall(name) {
+		r.execs.call(e.TID, comp)
+	}
+}
+
 func (r *recorder) learn(e *trace.Syscall, res *attribute.Result, comp uint32) error {
-	if e.Epoch == 0 {
+	if name, _, _ := callName(e.Nr); e.Epoch == 0 || isExecCall(name) {
 		return nil
 	}
 	learnt, err := r.tracer.Learn(e.Epoch, e.Regs.IP, steps(res.Inputs), comp)
@@ -335,6 +347,7 @@ func (r *recorder) finish(kernel map[trace.CountKey]uint64, lost trace.Lost) (*R
 		}
 	}
 	slices.Sort(rec.Arches)
+	r.execs.grant(r.reg)
 	for id, c := range r.reg.comps {
 		switch {
 		case uint32(id+1) == startUpID:

@@ -1,0 +1,196 @@
+package cell
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/syscell/syscell/notify"
+	"github.com/syscell/syscell/policy"
+)
+
+// An exec never widens what the compartment that makes it may do. The
+// program it starts runs with its own compartments only if the policy
+// lets that compartment start it (policy.Compartment.Exec, which syscell
+// record writes for every exec it saw); any other program runs bounded
+// by the calling compartment: every call of its code is allowed only if
+// the caller may make it. Its audit library binds all its objects to
+// the caller's slot (the bound mark, startup.go), so that the kernel
+// decides their calls with the caller's rights, and the supervisor
+// applies the bound to the calls it decides, for the process and every
+// process it forks, and to what they execute in turn. ExecDeny instead
+// fails such an exec with EPERM.
+
+// ExecRule is what happens to an exec of a program the policy does not
+// let its caller start with its own compartments.
+type ExecRule int
+
+// The rules for such execs.
+const (
+	// ExecBound runs the program bounded by the calling compartment.
+	ExecBound ExecRule = iota
+	// ExecDeny fails the exec with EPERM.
+	ExecDeny
+)
+
+// ParseExecRule reads "bound" or "deny".
+func ParseExecRule(s string) (ExecRule, error) {
+	switch s {
+	case "bound":
+		return ExecBound, nil
+	case "deny":
+		return ExecDeny, nil
+	}
+	return 0, fmt.Errorf("unknown exec rule %q (want bound or deny)", s)
+}
+
+// errNotGranted is why an exec under ExecDeny fails.
+var errNotGranted = fmt.Errorf("the policy does not let the calling compartment start that program (exec in its [[compartment]]), and --exec deny is set")
+
+// execBound decides the bound of the image the notified exec, by owner
+// o, starts: the bound o's own image has; none where the policy grants
+// o the program; else o's compartment, or, under ExecDeny, a refusal.
+func (s *supervisor) execBound(n *notify.Notification, o owner) (string, error) {
+	if b := s.boundOf(o.proc); b != "" {
+		return b, nil
+	}
+	caller := o.compartment
+	if _, ok := s.spec.Allowed[caller]; !ok {
+		// The runtime's own exec (posix_spawn's child, whose caller no
+		// unwind sees past), in a policy that gives the runtime no
+		// compartment: the rules bound it, as they bound the runtime.
+		return "", nil
+	}
+	if s.granted(n, caller) {
+		return "", nil
+	}
+	if s.execRule == ExecDeny {
+		return "", errNotGranted
+	}
+	return caller, nil
+}
+
+// granted says whether the policy lets compartment caller start the
+// program the notified exec names with its own compartments.
+func (s *supervisor) granted(n *notify.Notification, caller string) bool {
+	grants := s.execs[caller]
+	if len(grants) == 0 {
+		return false
+	}
+	root, path, err := execTarget(n)
+	if err != nil {
+		return false
+	}
+	program, err := programOf(root, path)
+	if err != nil {
+		return false
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(program, &st); err != nil {
+		return false
+	}
+	obj := s.objs.File(st.Dev, st.Ino, program)
+	name, ok := s.ids.compartmentOf(obj)
+	return ok && grants[name]
+}
+
+// programOf is the program an exec of path loads: path, or the first
+// ELF file of the chain of #! interpreters it names, found under root.
+func programOf(root, path string) (string, error) {
+	for range maxInterpreters {
+		interp, err := scriptInterpreter(path)
+		if err != nil || interp == "" {
+			return path, err
+		}
+		path = root + interp
+	}
+	return "", fmt.Errorf("cell: %s: more than %d #! interpreters", path, maxInterpreters)
+}
+
+// scriptInterpreter is the interpreter a #! script names, "" for any
+// other file.
+func scriptInterpreter(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("cell: %w", err)
+	}
+	defer f.Close()
+	head, _ := bufio.NewReader(f).ReadString('\n')
+	if rest, ok := strings.CutPrefix(head, "#!"); ok {
+		if fields := strings.Fields(rest); len(fields) > 0 {
+			return fields[0], nil
+		}
+	}
+	return "", nil
+}
+
+// boundOf is the compartment that bounds p's image, "" for none.
+func (s *supervisor) boundOf(p *process) string {
+	if p == nil {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return p.bound
+}
+
+// inheritedBound is the bound of the nearest ancestor of process tgid
+// the supervisor knows: a process a bounded image forks is bounded
+// alike. s.mu is held. An orphan reparented before it made a supervised
+// call has lost its lineage (docs/THREAT-MODEL.md).
+func (s *supervisor) inheritedBound(tgid int) string {
+	pid := tgid
+	for range maxAncestors {
+		ppid, err := parentOf(pid)
+		if err != nil || ppid <= 1 {
+			return ""
+		}
+		if p, ok := s.procs[ppid]; ok && !p.exited() {
+			return p.bound
+		}
+		pid = ppid
+	}
+	return ""
+}
+
+// maxAncestors bounds the walk up a process's ancestors.
+const maxAncestors = 16
+
+// parentOf reads the parent of process pid.
+func parentOf(pid int) (int, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("cell: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "PPid:"); ok {
+			return strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	return 0, fmt.Errorf("cell: /proc/%d/status has no PPid", pid)
+}
+
+// boundAllows says whether a bounded image may make call nr.
+func (s *supervisor) boundAllows(bound string, nr uint32) bool {
+	return s.spec.Allowed[bound][nr]
+}
+
+// grantsOf maps each compartment of p to the compartments it may start.
+func grantsOf(p *policy.Policy) map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	for _, c := range p.Compartments {
+		for _, name := range c.Exec {
+			if out[c.Name] == nil {
+				out[c.Name] = map[string]bool{}
+			}
+			out[c.Name][name] = true
+		}
+	}
+	return out
+}

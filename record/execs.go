@@ -1,0 +1,106 @@
+package record
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/syscell/syscell/trace"
+)
+
+// A policy says which programs each compartment may start with their own
+// compartments (policy.Compartment.Exec): any other program it starts is
+// bounded by its own calls. So the recorder notes, for each exec that
+// succeeded, the compartment that made the call and the program started:
+// exec calls are never counted in the kernel, so that each reaches user
+// space with its thread.
+
+// isExecCall says whether name starts a new image.
+func isExecCall(name string) bool { return name == "execve" || name == "execveat" }
+
+// execs follows exec calls to the images they start.
+type execs struct {
+	// by is the compartment of each thread's last exec call.
+	by map[int]uint32
+	// started holds, by compartment, the programs its execs started.
+	started map[uint32]map[string]bool
+}
+
+func newExecs() *execs {
+	return &execs{by: map[int]uint32{}, started: map[uint32]map[string]bool{}}
+}
+
+// call notes an exec call of thread tid, attributed to comp.
+func (x *execs) call(tid int, comp uint32) { x.by[tid] = comp }
+
+// exec notes that an exec succeeded.
+func (x *execs) exec(e *trace.Exec) {
+	comp, ok := x.by[e.OldTID]
+	delete(x.by, e.OldTID)
+	if !ok {
+		return
+	}
+	if x.started[comp] == nil {
+		x.started[comp] = map[string]bool{}
+	}
+	x.started[comp][program(e.Filename)] = true
+}
+
+// program is the program an exec of path loads: path itself, or the
+// first ELF file of the chain of #! interpreters it names, with symbolic
+// links resolved as the kernel names mapped files.
+func program(path string) string {
+	for range 4 {
+		interp := interpreter(path)
+		if interp == "" {
+			break
+		}
+		path = interp
+	}
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		return real
+	}
+	return path
+}
+
+// interpreter is the interpreter a #! script names, "" for anything else.
+func interpreter(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	head, _ := bufio.NewReader(f).ReadString('\n')
+	rest, ok := strings.CutPrefix(head, "#!")
+	if fields := strings.Fields(rest); ok && len(fields) > 0 {
+		return fields[0]
+	}
+	return ""
+}
+
+// grant fills in each compartment's Execs: the compartments, by name, of
+// the programs its execs started (a program that made no call of its own
+// has none).
+func (x *execs) grant(reg *registry) {
+	byPath := map[string]*Compartment{}
+	for _, c := range reg.comps {
+		if c.Path != "" && len(c.Calls) > 0 {
+			byPath[c.Path] = c
+		}
+	}
+	for id, programs := range x.started {
+		from, err := reg.get(id)
+		if err != nil {
+			continue
+		}
+		for path := range programs {
+			if to := byPath[path]; to != nil {
+				if from.Execs == nil {
+					from.Execs = map[string]bool{}
+				}
+				from.Execs[to.Name] = true
+			}
+		}
+	}
+}
