@@ -40,6 +40,8 @@ type runCmd struct {
 	// that gets each.
 	quiet      bool
 	logDenials string
+	// exec is what an exec the policy does not grant gets (cell.ExecRule).
+	exec string
 }
 
 func runCommand() *cobra.Command {
@@ -95,6 +97,15 @@ the policy denied and which was the first (syscall, compartment,
 instruction pointer), unless -q; --log-denials FILE writes one JSON line
 per denied call (time, thread, syscall, arguments, compartment, action).
 A call of the kernel's kill action is seen only as CMD's death by SIGSYS.
+
+With compartments, a program CMD executes runs with the compartments the
+policy has for it only if the compartment that executes it may start it
+(exec = [...] in that [[compartment]], which syscell record writes for
+every exec it saw); any other program runs bounded by the calls of the
+compartment that started it (--exec bound, the default: an exec never
+widens what its caller may do), or the exec fails with EPERM (--exec
+deny). An exec whose environment dropped syscell's variables (env -i)
+gets them back.
 Whatever the policy says, CMD may always exit, abort (SIGABRT to itself)
 and write to its standard error: a denial never turns an orderly exit
 into a crash.
@@ -129,6 +140,7 @@ the policy says of them.`,
 	fs.BoolVar(&c.wholeProcess, "whole-process", false, "enforce the rules alone, as one filter for the whole process, ignoring the compartments")
 	fs.BoolVarP(&c.quiet, "quiet", "q", false, "do not summarize denied calls at exit")
 	fs.StringVar(&c.logDenials, "log-denials", "", "write each denied call to `FILE`, one JSON object a line")
+	fs.StringVar(&c.exec, "exec", "bound", "with compartments, an exec of a program the policy does not let its caller start: bound (by the caller's calls) or deny")
 	return cmd
 }
 

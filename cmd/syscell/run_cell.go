@@ -24,12 +24,16 @@ func (c *runCmd) runCompartments(cmd *cobra.Command, args []string, path string,
 	if c.action != "" || c.heapGuard {
 		return inputErrorf("the policy has compartments, which run enforces as written: --action and --heap-guard apply to policies without compartments")
 	}
+	rule, err := cell.ParseExecRule(c.exec)
+	if err != nil {
+		return inputErrorf("--exec: %w", err)
+	}
 	out, err := c.createOutputs()
 	if err != nil {
 		return err
 	}
 	command := enforce.Command{Path: path, Args: args, Stdin: cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
-	res, err := runCell(p, command, cell.Options{Mode: mode, DenialLog: out.log})
+	res, err := runCell(p, command, cell.Options{Mode: mode, DenialLog: out.log, Exec: rule})
 	if res == nil {
 		out.discard()
 		if errors.Is(err, cell.ErrNotAuditable) {
