@@ -48,9 +48,18 @@ func Known(name string) bool { return slices.Contains(Names(), name) }
 // Load reads the bundled policy name as policy.Load reads a file, with the
 // name standing for the file in positions; opt is for an OCI profile.
 func Load(name string, opt policy.OCIOptions) (*policy.Policy, []string, error) {
+	data, err := Read(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return policy.ParseAny(name, data, opt)
+}
+
+// Read returns the text of the bundled policy name.
+func Read(name string) ([]byte, error) {
 	entries, err := files.ReadDir(".")
 	if err != nil {
-		return nil, nil, fmt.Errorf("embedded policies: %w", err)
+		return nil, fmt.Errorf("embedded policies: %w", err)
 	}
 	for _, e := range entries {
 		if strings.TrimSuffix(e.Name(), path.Ext(e.Name())) != name {
@@ -58,13 +67,9 @@ func Load(name string, opt policy.OCIOptions) (*policy.Policy, []string, error) 
 		}
 		data, err := files.ReadFile(e.Name())
 		if err != nil {
-			return nil, nil, fmt.Errorf("bundled policy %s: %w", name, err)
+			return nil, fmt.Errorf("bundled policy %s: %w", name, err)
 		}
-		if path.Ext(e.Name()) == ".json" {
-			return policy.ParseOCI(name, data, opt)
-		}
-		p, err := policy.Parse(name, data)
-		return p, nil, err
+		return data, nil
 	}
-	return nil, nil, fmt.Errorf("no bundled policy %q (want one of %s)", name, strings.Join(Names(), ", "))
+	return nil, fmt.Errorf("no bundled policy %q (want one of %s)", name, strings.Join(Names(), ", "))
 }

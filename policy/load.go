@@ -15,10 +15,16 @@ func Load(path string, opt OCIOptions) (*Policy, []string, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("load policy: %w", err)
 	}
+	return ParseAny(path, data, opt)
+}
+
+// ParseAny reads data as Load reads a file: an OCI profile or syscell's
+// TOML; name stands for the file in positions.
+func ParseAny(name string, data []byte, opt OCIOptions) (*Policy, []string, error) {
 	if isJSONObject(data) {
-		return ParseOCI(path, data, opt)
+		return ParseOCI(name, data, opt)
 	}
-	p, err := Parse(path, data)
+	p, err := Parse(name, data)
 	return p, nil, err
 }
 

@@ -23,6 +23,9 @@ const Version = 1
 // decoding into structs, because only the tree knows where each [[rule]]
 // header, key and array element was written.
 func Parse(name string, data []byte) (*Policy, error) {
+	if what := notText(data); what != "" {
+		return nil, &Error{Pos: Pos{File: name}, Msg: what}
+	}
 	d := &tomlDecoder{
 		name:  name,
 		data:  data,

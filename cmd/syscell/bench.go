@@ -65,7 +65,7 @@ Timings are noisy on shared machines: compare numbers from one run.`,
 // program compiles the policy at path, or reads it as a raw program (another
 // compiler's, for comparison).
 func (c *benchFilterCmd) program(cmd *cobra.Command, path string) ([]bpf.Instruction, error) {
-	data, err := readFile(path)
+	data, _, err := readInput(path)
 	if err != nil {
 		return nil, err
 	}

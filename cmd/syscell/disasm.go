@@ -17,7 +17,7 @@ each load reads. The program is shown as it is, even one the kernel would
 refuse.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			data, err := readFile(args[0])
+			data, _, err := readInput(args[0])
 			if err != nil {
 				return err
 			}

@@ -131,7 +131,7 @@ func parseArg(s string) (int, uint64, error) {
 // program reads the program to run, and the policy it implements when one
 // is known.
 func (c *evalCmd) program(cmd *cobra.Command, path string) ([]bpf.Instruction, *policy.Resolved, error) {
-	data, err := readFile(path)
+	data, _, err := readInput(path)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/syscell/syscell/bpf"
 	"github.com/syscell/syscell/compile"
+	"github.com/syscell/syscell/policies"
 	"github.com/syscell/syscell/policy"
 	"github.com/syscell/syscell/syscalls"
 )
@@ -29,17 +30,45 @@ func (f *policyFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.kernel, "kernel", "", "kernel version `X.Y` that an OCI profile's minKernel is compared with (default: the running kernel's)")
 }
 
-// load reads a TOML policy or an OCI profile. The import's warnings go to
-// stderr: they are about the input, not the output.
+// load reads a TOML policy or an OCI profile, a file or a bundled
+// policy. The import's warnings go to stderr: they are about the input,
+// not the output. A bundled policy's are not said: Docker's profile names
+// calls of other architectures, which the user can do nothing about.
 func (f *policyFlags) load(cmd *cobra.Command, path string) (*policy.Policy, error) {
-	p, warnings, err := policy.Load(path, f.ociOptions(cmd))
+	data, bundled, err := readInput(path)
+	if err != nil {
+		return nil, err
+	}
+	p, warnings, err := policy.ParseAny(path, data, f.ociOptions(cmd))
 	if err != nil {
 		return nil, fileError(path, err)
 	}
+	if !bundled {
+		warn(cmd, warnings)
+	}
+	return p, nil
+}
+
+// warn writes an import's warnings to stderr.
+func warn(cmd *cobra.Command, warnings []string) {
 	for _, w := range warnings {
 		fmt.Fprintf(cmd.ErrOrStderr(), "syscell: warning: %s\n", w)
 	}
-	return p, nil
+}
+
+// readInput reads a file that may hold a policy; where no file has the
+// name, the bundled policy of that name (runtime-default,
+// deny-dangerous), and then bundled is true.
+func readInput(path string) (data []byte, bundled bool, err error) {
+	data, err = os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) && policies.Known(path) {
+		data, err = policies.Read(path)
+		return data, err == nil, err
+	}
+	if err != nil {
+		return nil, false, fileError(path, err)
+	}
+	return data, false, nil
 }
 
 // ociOptions are the OCI import options the flags set.
@@ -165,7 +194,7 @@ func isRawProgram(data []byte) bool { return bytes.IndexByte(data, 0) >= 0 }
 // readProgram reads a raw program (an array of struct sock_filter) and
 // checks that the kernel would accept it.
 func readProgram(path string) ([]bpf.Instruction, error) {
-	data, err := readFile(path)
+	data, _, err := readInput(path)
 	if err != nil {
 		return nil, err
 	}
@@ -188,8 +217,13 @@ func parseProgram(path string, data []byte) ([]bpf.Instruction, error) {
 // decodeProgram decodes a raw program without judging more than its
 // length.
 func decodeProgram(path string, data []byte) ([]bpf.Instruction, error) {
-	if len(data) == 0 {
+	switch {
+	case len(data) == 0:
 		return nil, programError(path, bpf.ErrEmpty)
+	case !isRawProgram(data):
+		return nil, inputErrorf("%s: text, a policy perhaps, not a compiled seccomp program: compile it first (syscell compile %[1]s -o PROGRAM)", path)
+	case bytes.HasPrefix(data, []byte("\x7fELF")):
+		return nil, inputErrorf("%s: an ELF object, not a compiled seccomp program", path)
 	}
 	prog, err := bpf.Decode(data)
 	if err != nil {
@@ -201,14 +235,6 @@ func decodeProgram(path string, data []byte) ([]bpf.Instruction, error) {
 // programError says which file a bpf error is about, as bad input.
 func programError(path string, err error) error {
 	return inputErrorf("%s: %s", path, strings.TrimPrefix(err.Error(), "bpf: "))
-}
-
-func readFile(path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fileError(path, err)
-	}
-	return data, nil
 }
 
 // fileError makes err, about reading the file at path, bad input. A policy

@@ -119,7 +119,7 @@ func (c *recordCmd) check() error {
 	if c.stackBytes < trace.MinStackBytes || c.stackBytes > trace.MaxStackBytes {
 		return inputErrorf("--stack-bytes: %d is not between %d and %d", c.stackBytes, trace.MinStackBytes, trace.MaxStackBytes)
 	}
-	return nil
+	return checkOutput("-o", c.output)
 }
 
 // loadMerges reads the --merge files before CMD runs: a bad one stops

@@ -42,6 +42,8 @@ type runCmd struct {
 	logDenials string
 	// exec is what an exec the policy does not grant gets (cell.ExecRule).
 	exec string
+	// strict refuses a policy whose compartments name stale objects.
+	strict bool
 }
 
 func runCommand() *cobra.Command {
@@ -140,6 +142,7 @@ the policy says of them.`,
 	fs.BoolVar(&c.wholeProcess, "whole-process", false, "enforce the rules alone, as one filter for the whole process, ignoring the compartments")
 	fs.BoolVarP(&c.quiet, "quiet", "q", false, "do not summarize denied calls at exit")
 	fs.StringVar(&c.logDenials, "log-denials", "", "write each denied call to `FILE`, one JSON object a line")
+	fs.BoolVar(&c.strict, "strict", false, "with compartments, refuse a policy naming an object that is missing or another build on disk (default: warn)")
 	fs.StringVar(&c.exec, "exec", "bound", "with compartments, an exec of a program the policy does not let its caller start: bound (by the caller's calls) or deny")
 	return cmd
 }
@@ -268,14 +271,8 @@ func (c *runCmd) resolve(cmd *cobra.Command) (*policy.Policy, *policy.Resolved, 
 	if err != nil {
 		return nil, nil, err
 	}
-	var p *policy.Policy
-	if policies.Known(c.policy) {
-		// Without warnings: Docker's profile names calls of other
-		// architectures, which the user can do nothing about.
-		if p, _, err = policies.Load(c.policy, c.ociOptions(cmd)); err != nil {
-			return nil, nil, badInput{err}
-		}
-	} else if p, err = c.load(cmd, c.policy); err != nil {
+	p, err := c.load(cmd, c.policy)
+	if err != nil {
 		return nil, nil, c.notBundled(err)
 	}
 	if c.heapGuard && len(p.Compartments) == 0 {

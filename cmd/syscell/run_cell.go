@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -27,6 +28,9 @@ func (c *runCmd) runCompartments(cmd *cobra.Command, args []string, path string,
 	rule, err := cell.ParseExecRule(c.exec)
 	if err != nil {
 		return inputErrorf("--exec: %w", err)
+	}
+	if err := c.checkStale(cmd, p); err != nil {
+		return err
 	}
 	out, err := c.createOutputs()
 	if err != nil {
@@ -52,6 +56,25 @@ func (c *runCmd) runCompartments(cmd *cobra.Command, args []string, path string,
 		return err
 	}
 	return exitStatusOf(&enforce.Result{ExitCode: res.ExitCode, Signal: res.Signal})
+}
+
+// checkStale says which compartments name objects the disk no longer
+// holds as recorded; under --strict they stop syscell before CMD starts.
+func (c *runCmd) checkStale(cmd *cobra.Command, p *policy.Policy) error {
+	var lines []string
+	for _, s := range cell.StaleCompartments(p) {
+		lines = append(lines, s.String())
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	if c.strict {
+		return inputErrorf("%s\n(--strict: a policy must match the objects on disk)", strings.Join(lines, "\n"))
+	}
+	for _, l := range lines {
+		fmt.Fprintf(cmd.ErrOrStderr(), "syscell: warning: %s\n", l)
+	}
+	return nil
 }
 
 // runCell runs command, passing on the signals meant for it, as

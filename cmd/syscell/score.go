@@ -103,12 +103,16 @@ func (f rankingFlag) load() (*ranking.Ranking, error) {
 // loadAllowlists reads a file in any format the metric reads. The OCI
 // import's warnings go to stderr, as load's do.
 func (f *policyFlags) loadAllowlists(cmd *cobra.Command, path string) (*privilege.Allowlists, error) {
-	a, warnings, err := privilege.Load(path, f.ociOptions(cmd))
+	data, bundled, err := readInput(path)
+	if err != nil {
+		return nil, err
+	}
+	a, warnings, err := privilege.Parse(path, data, f.ociOptions(cmd))
 	if err != nil {
 		return nil, fileError(path, err)
 	}
-	for _, w := range warnings {
-		fmt.Fprintf(cmd.ErrOrStderr(), "syscell: warning: %s\n", w)
+	if !bundled {
+		warn(cmd, warnings)
 	}
 	return a, nil
 }
