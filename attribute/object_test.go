@@ -123,7 +123,7 @@ func TestRuleWithoutCFI(t *testing.T) {
 		{ip: 0x30008, err: ErrUnmapped},
 	} {
 		regs := unwind.Regs{unwind.RA: c.ip, unwind.RSP: 0x7000}
-		res, err := Attribute(s, &regs, mem)
+		res, err := Attribute(s, 0, &regs, mem)
 		var f *Failure
 		switch {
 		case c.owner != nil && (err != nil || res.Object != c.owner):

@@ -96,7 +96,7 @@ func attributeStopped(t *testing.T, pid int, objs *attribute.Objects) call {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := attribute.Attribute(space, &regs, attribute.ProcessMemory{Pid: pid})
+	res, err := attribute.Attribute(space, uint32(pr.Orig_rax), &regs, attribute.ProcessMemory{Pid: pid})
 	if err != nil {
 		return call{name: name, err: err}
 	}

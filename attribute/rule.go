@@ -19,6 +19,11 @@ type Result struct {
 	// entry point, not the executable's. Such calls come before any of
 	// the program's own code (constructors aside, whose calls are theirs).
 	StartUp bool
+	// Memory marks a call the runtime makes to manage its own memory
+	// (housekeeping.go) on behalf of Caller, the object that called into the
+	// runtime: the call is the runtime's (Object is nil).
+	Memory bool
+	Caller *Object
 	// Frames is how many frames the unwind stepped out of.
 	Frames int
 	// StackBytes is how far above the stack pointer the unwind read.
@@ -52,11 +57,14 @@ func (f *Failure) Error() string {
 // Unwrap returns why the unwind failed.
 func (f *Failure) Unwrap() error { return f.Err }
 
-// Attribute applies the rule to a thread stopped at system call entry with
-// registers regs and memory mem, in address space s. The error is a
-// *Failure.
-func Attribute(s *Space, regs *unwind.Regs, mem unwind.Memory) (*Result, error) {
+// Attribute applies the rule to a thread stopped at system call entry
+// for call nr with registers regs and memory mem, in address space s.
+// The error is a *Failure.
+func Attribute(s *Space, nr uint32, regs *unwind.Regs, mem unwind.Memory) (*Result, error) {
 	c := unwind.NewCursor(regs, mem, s)
+	// wrapped says the code that called the system call's wrapper (the
+	// second frame) is the runtime's.
+	wrapped := false
 	for {
 		site := c.CallSite()
 		m, ok := s.Lookup(site)
@@ -68,11 +76,17 @@ func Attribute(s *Space, regs *unwind.Regs, mem unwind.Memory) (*Result, error) 
 		case err != nil:
 			return nil, failure(c, m.Object, err)
 		case owner != nil:
+			if wrapped && runtimeMemory(nr, regs) {
+				return memoryResult(c, owner, nr, regs), nil
+			}
 			return result(c, owner), nil
 		case outermost:
 			r := result(c, nil)
 			r.StartUp = m.Object.Runtime
 			return r, nil
+		}
+		if c.Depth() == 1 {
+			wrapped = true
 		}
 		err = c.Next()
 		if errors.Is(err, unwind.ErrNoFDE) && c.Depth() == 0 {

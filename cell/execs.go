@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -93,9 +94,15 @@ func (s *supervisor) granted(n *notify.Notification, caller string) bool {
 	if err := unix.Stat(program, &st); err != nil {
 		return false
 	}
-	obj := s.objs.File(st.Dev, st.Ino, program)
-	name, ok := s.ids.compartmentOf(obj)
-	return ok && grants[name]
+	// The object is named as the caller's file system names it, not
+	// by the /proc path the supervisor reached it through.
+	name, err := filepath.EvalSymlinks(program)
+	if err != nil {
+		name = program
+	}
+	obj := s.objs.File(st.Dev, st.Ino, name, program)
+	comp, ok := s.ids.compartmentOf(obj)
+	return ok && grants[comp]
 }
 
 // programOf is the program an exec of path loads: path, or the first

@@ -71,7 +71,7 @@ func entryRegs(d *bpf.SeccompData, e entry) *unwind.Regs {
 // to a compartment; full says whether regs hold the callee-saved
 // registers. It returns the unwind's inputs for the cache.
 func (s *supervisor) attribute(space *attribute.Space, regs *unwind.Regs, mem unwind.Memory, full bool) (owner, []unwind.Input, error) {
-	res, err := attribute.Attribute(space, regs, mem)
+	res, err := attribute.Attribute(space, uint32(regs[unwind.RAX]), regs, mem)
 	if err != nil {
 		return owner{}, nil, err
 	}

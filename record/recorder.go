@@ -171,7 +171,7 @@ func (r *recorder) syscall(e *trace.Syscall) error {
 		return nil
 	}
 	regs := unwindRegs(&e.Regs)
-	res, err := attribute.Attribute(s, &regs, snapshotStack(e))
+	res, err := attribute.Attribute(s, e.Nr, &regs, snapshotStack(e))
 	if err != nil {
 		r.unattributed(known, e.Nr, name, func() { r.failure(err, name) })
 		return nil
