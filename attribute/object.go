@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -62,6 +63,9 @@ type Object struct {
 	// entry is the range of the function at the ELF entry point of an
 	// executable or of the dynamic loader, where a thread's stack ends.
 	entry [2]uint64
+	// startMain is the range of libc's __libc_start_main, which the
+	// entry point of every executable calls (unreadable.go).
+	startMain [2]uint64
 }
 
 // segment is a loadable segment: its file offset, link-time address and
@@ -162,6 +166,9 @@ func (o *Objects) File(dev, ino uint64, paths ...string) *Object {
 		obj.Path = paths[0]
 	}
 	obj.Err = o.open(obj, paths)
+	if obj.Err != nil {
+		obj.Runtime = o.runtime.Contains(filepath.Base(obj.Path))
+	}
 	o.files[key] = obj
 	return obj
 }
@@ -229,6 +236,9 @@ func (o *Objects) fill(obj *Object, r io.ReaderAt) error {
 	obj.Runtime = obj.Kind == VDSO || o.runtime.Contains(obj.Soname)
 	if obj.Kind == File && ef.Entry != 0 {
 		obj.entry = o.entryRange(obj, ef.Entry)
+	}
+	if obj.Runtime {
+		obj.startMain = symbolRange(ef, startMainSymbol)
 	}
 	return nil
 }

@@ -104,13 +104,17 @@ func TestFileIdentity(t *testing.T) {
 }
 
 // TestRuleWithoutCFI applies the rule where no unwind is needed or
-// possible: code in anonymous memory is its own compartment, an unmapped
-// address and an unreadable object are failures, never guesses.
+// possible: code in anonymous memory is its own compartment, as is an
+// unreadable object outside the runtime (unreadable.go); an unmapped
+// address and an unreadable runtime object, which the unwind would have
+// to go through, are failures, never guesses.
 func TestRuleWithoutCFI(t *testing.T) {
 	unreadable := &Object{ID: ID{Kind: File}, Path: "/gone/libx.so", Err: errors.New("cannot read")}
+	unreadableLibc := &Object{ID: ID{Kind: File}, Path: "/gone/libc.so.6", Err: errors.New("cannot read"), Runtime: true}
 	s := NewSpace(NewObjects(DefaultRuntime()))
 	s.Map(Mapping{Start: 0x10000, End: 0x11000, Object: AnonExecObject()})
 	s.Map(Mapping{Start: 0x20000, End: 0x21000, Object: unreadable})
+	s.Map(Mapping{Start: 0x40000, End: 0x41000, Object: unreadableLibc})
 	mem := &unwind.Stack{Addr: 0x7000, Data: make([]byte, 64)}
 	for _, c := range []struct {
 		ip     uint64
@@ -119,7 +123,8 @@ func TestRuleWithoutCFI(t *testing.T) {
 		err    error
 	}{
 		{ip: 0x10008, owner: AnonExecObject()},
-		{ip: 0x20008, failed: unreadable},
+		{ip: 0x20008, owner: unreadable},
+		{ip: 0x40008, failed: unreadableLibc},
 		{ip: 0x30008, err: ErrUnmapped},
 	} {
 		regs := unwind.Regs{unwind.RA: c.ip, unwind.RSP: 0x7000}
@@ -132,6 +137,18 @@ func TestRuleWithoutCFI(t *testing.T) {
 			t.Errorf("ip %#x: %v, %v; want a failure", c.ip, res, err)
 		case c.owner == nil && (f.Object != c.failed || c.err != nil && !errors.Is(err, c.err)):
 			t.Errorf("ip %#x: failure %v in %v, want in %v (%v)", c.ip, err, f.Object, c.failed, c.err)
+		}
+	}
+}
+
+// TestUnreadableRuntime checks that an object that cannot be read is the
+// runtime's when its file is named as a runtime library is.
+func TestUnreadableRuntime(t *testing.T) {
+	objs := NewObjects(DefaultRuntime())
+	for path, runtime := range map[string]bool{"/gone/libc.so.6": true, "/gone/ld-linux-x86-64.so.2": true, "/gone/libssl.so.3": false, "/gone/prog": false} {
+		obj := objs.File(1, uint64(len(path)), path)
+		if obj.Err == nil || obj.Runtime != runtime {
+			t.Errorf("%s: error %v, runtime %v; want an error, runtime %v", path, obj.Err, obj.Runtime, runtime)
 		}
 	}
 }

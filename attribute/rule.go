@@ -63,15 +63,16 @@ func (f *Failure) Unwrap() error { return f.Err }
 func Attribute(s *Space, nr uint32, regs *unwind.Regs, mem unwind.Memory) (*Result, error) {
 	c := unwind.NewCursor(regs, mem, s)
 	// wrapped says the code that called the system call's wrapper (the
-	// second frame) is the runtime's.
-	wrapped := false
+	// second frame) is the runtime's; started that the frame below is
+	// libc's __libc_start_main.
+	wrapped, started := false, false
 	for {
 		site := c.CallSite()
 		m, ok := s.Lookup(site)
 		if !ok {
 			return nil, failure(c, nil, fmt.Errorf("%#x: %w", site, ErrUnmapped))
 		}
-		owner, outermost, err := m.owner(site)
+		owner, outermost, err := m.owner(site, started)
 		switch {
 		case err != nil:
 			return nil, failure(c, m.Object, err)
@@ -88,6 +89,7 @@ func Attribute(s *Space, nr uint32, regs *unwind.Regs, mem unwind.Memory) (*Resu
 		if c.Depth() == 1 {
 			wrapped = true
 		}
+		started = m.startsMain(site)
 		err = c.Next()
 		if errors.Is(err, unwind.ErrNoFDE) && c.Depth() == 0 {
 			err = s.afterFDE(c, m)
@@ -104,16 +106,15 @@ func Attribute(s *Space, nr uint32, regs *unwind.Regs, mem unwind.Memory) (*Resu
 // owner returns the object a frame at site in m makes the call belong to,
 // or nil if the frame is the runtime's: then outermost says that the frame
 // is where the thread's stack begins, so the call is the runtime's, and
-// otherwise the unwind must go on.
-func (m *Mapping) owner(site uint64) (owner *Object, outermost bool, err error) {
+// otherwise the unwind must go on. started says the frame called libc's
+// __libc_start_main.
+func (m *Mapping) owner(site uint64, started bool) (owner *Object, outermost bool, err error) {
 	obj := m.Object
 	if obj.Kind == AnonExec {
 		return obj, false, nil
 	}
 	if obj.Err != nil {
-		// Without its soname the object cannot be told from the
-		// runtime: guessing would misattribute every call through it.
-		return nil, false, obj.Err
+		return unreadableOwner(obj, started)
 	}
 	if link, err := m.linkAddr(site); err == nil && obj.inEntry(link) {
 		return nil, true, nil

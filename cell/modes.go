@@ -2,6 +2,7 @@ package cell
 
 import (
 	"cmp"
+	"errors"
 	"slices"
 
 	"github.com/syscell/syscell/compartment"
@@ -76,15 +77,19 @@ func (d denials) list() []Denied {
 // filterOwner finds who made a call the filter stopped without asking
 // the supervisor: the compartment whose code made it, or, for code the
 // filter did not tell apart (the runtime's, or an image an exec started),
-// the owner the attribution rule finds.
-func (s *supervisor) filterOwner(n *notify.Notification, stack []byte) owner {
+// the owner the attribution rule finds. The owner of a call the
+// receiving thread cannot attribute at once holds errSlow.
+func (s *supervisor) filterOwner(n *notify.Notification, w *worker) owner {
 	if name, supervise := s.spec.Layout.Owner(n.Data.IP); !supervise {
 		return owner{compartment: name, label: name}
 	}
 	if n.Data.Arch != syscalls.AuditArchX86_64 || n.Data.Nr >= syscalls.X32Bit {
 		return owner{label: OwnerUnattributed}
 	}
-	o, err := s.owner(n, stack)
+	o, err := s.owner(n, w)
+	if errors.Is(err, errSlow) {
+		return owner{err: err}
+	}
 	if err != nil {
 		return owner{label: OwnerUnattributed}
 	}

@@ -35,6 +35,9 @@ type owner struct {
 	runtime, startUp bool
 	// proc is the caller's process, where the supervisor found it.
 	proc *process
+	// err is errSlow for an owner the receiving thread could not find at
+	// once (filterOwner).
+	err error
 }
 
 // notifiedRegs are the registers a notification and /proc/TID/syscall
@@ -118,37 +121,49 @@ func (s *supervisor) anonOwner(space *attribute.Space, regs *unwind.Regs, mem un
 }
 
 // owner finds who the notified call belongs to, copying the caller's
-// stack into stack.
-func (s *supervisor) owner(n *notify.Notification, stack []byte) (owner, error) {
+// stack into w's buffer.
+func (s *supervisor) owner(n *notify.Notification, w *worker) (owner, error) {
 	t, e, err := s.stopped(n)
 	if err != nil {
 		return owner{}, err
 	}
-	o, err := s.ownerOf(t, e, n, stack)
+	o, err := s.ownerOf(t, e, n, w)
 	o.proc = t.proc
 	return o, err
 }
 
-// ownerOf finds who the call thread t is stopped at belongs to.
-func (s *supervisor) ownerOf(t *thread, e entry, n *notify.Notification, stack []byte) (owner, error) {
+// ownerOf finds who the call thread t is stopped at belongs to. On the
+// receiving thread, only from the call-chain cache.
+func (s *supervisor) ownerOf(t *thread, e entry, n *notify.Notification, w *worker) (owner, error) {
 	p := t.proc
-	ep, mem, err := readMemory(t.tid, s.epochAt, e.sp, stack)
+	ep, mem, err := readMemory(t.tid, s.epochAt, e.sp, w.stack)
 	if err != nil {
 		return owner{}, err
 	}
 	// The process's mappings and cache, one call at a time; and the
 	// registers saved for a call made again, which the worker that read
 	// them stores before it lets go.
-	p.mu.Lock()
+	if w.inline && !p.mu.TryLock() {
+		return owner{}, errSlow
+	} else if !w.inline {
+		p.mu.Lock()
+	}
 	defer p.mu.Unlock()
 	regs := entryRegs(&n.Data, e)
+	fresh := ep.stable() && ep == p.epoch && p.space != nil
+	if fresh {
+		if o, ok := p.chains.lookup(regs, mem); ok && !s.hasSaved(t.tid) {
+			return o, nil
+		}
+	}
+	if w.inline {
+		return owner{}, errSlow
+	}
 	full := s.savedRegs(t.tid, e, regs)
-	if !ep.stable() || ep != p.epoch || p.space == nil {
+	if !fresh {
 		if err := s.readSpace(p, ep); err != nil {
 			return owner{}, err
 		}
-	} else if o, ok := p.chains.lookup(regs, mem); ok {
-		return o, nil
 	}
 	o, inputs, err := s.attribute(p.space, regs, mem, full)
 	if errors.Is(err, attribute.ErrUnmapped) {
@@ -184,6 +199,14 @@ func (s *supervisor) withRegisters(t *thread, e entry, unwindErr error) (owner, 
 	s.saved[t.tid] = &saved{sp: e.sp, pc: e.pc, regs: regs}
 	s.mu.Unlock()
 	return owner{}, errRetry
+}
+
+// hasSaved says whether registers were read for the thread's call: it is
+// being made again, and they are to be used.
+func (s *supervisor) hasSaved(tid int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.saved[tid] != nil
 }
 
 // savedRegs adds to regs the registers read for the thread's call, if it

@@ -3,6 +3,7 @@ package cell
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"syscall"
@@ -62,12 +63,27 @@ type supervisor struct {
 	done chan struct{}
 }
 
-// workers is how many notifications the supervisor answers at once: one
-// per CPU, so that the calls of several threads or processes are not
-// queued behind each other. (A lone caller pays for it: the next worker
-// is woken to wait as each notification is taken, some 8 % of a
-// supervised call here.)
+// The supervisor answers on one thread, which receives each notification
+// and decides it at once where it can: a call whose owner the call-chain
+// cache knows, a loading image's start-up call, a mark. That is nearly
+// every call, and deciding it on the receiving thread, woken on the
+// caller's CPU (package notify), spares it a hand-over to another thread.
+// The rest (a call chain never seen, the first call of a process, an
+// exec) take an unwind or file reads, milliseconds at times: the
+// receiving thread hands those to one of a few workers and goes on
+// receiving, so that a slow call never holds up the calls of other
+// threads and processes. A worker answers it all over, with its own
+// stack buffer.
+
+// workers is how many slow calls are decided at once.
 func workers() int { return min(runtime.NumCPU(), 8) }
+
+// worker is where a call is decided: its stack buffer, and whether it
+// is the receiving thread, which must not wait (inline).
+type worker struct {
+	stack  []byte
+	inline bool
+}
 
 func newSupervisor(l *notify.Listener, spec *compartment.Spec, opt Options, library string, ids *identities, win window, epochAt uint64) *supervisor {
 	rt := attribute.DefaultRuntime()
@@ -83,19 +99,41 @@ func newSupervisor(l *notify.Listener, spec *compartment.Spec, opt Options, libr
 	}
 }
 
+// errSlow is returned by the receiving thread's decisions that would
+// have to wait: for an unwind, file reads, or another worker.
+var errSlow = errors.New("cell: the call takes a worker")
+
 // serve answers notifications until no task uses the filter or stop
 // closes the listener. On a failure it closes the listener itself: the
 // calls it can no longer answer fail with ENOSYS rather than wait.
 func (s *supervisor) serve() {
 	defer close(s.done)
-	errs := make([]error, workers())
+	slow := make(chan *notify.Notification)
+	errs := make([]error, workers()+1)
 	var wg sync.WaitGroup
-	for i := range errs {
+	for i := range workers() {
 		wg.Go(func() {
-			stack := make([]byte, stackMax)
-			errs[i] = s.l.Serve(func(n *notify.Notification) error { return s.answer(n, stack) })
+			w := &worker{stack: make([]byte, stackMax)}
+			for n := range slow {
+				// A listener closed meanwhile (the program ended) has
+				// failed the call with ENOSYS already.
+				if err := s.answer(n, w); err != nil && !errors.Is(err, os.ErrClosed) && errs[i] == nil {
+					errs[i] = err
+					s.l.Close()
+				}
+			}
 		})
 	}
+	inline := &worker{stack: make([]byte, stackMax), inline: true}
+	errs[len(errs)-1] = s.l.Serve(func(n *notify.Notification) error {
+		err := s.answer(n, inline)
+		if errors.Is(err, errSlow) {
+			slow <- n
+			return nil
+		}
+		return err
+	})
+	close(slow)
 	wg.Wait()
 	s.err = errors.Join(errs...)
 }
@@ -115,9 +153,13 @@ func (s *supervisor) stop() {
 	s.objs.Close()
 }
 
-// answer decides one notification and answers it, copying the caller's
-// stack into stack.
-func (s *supervisor) answer(n *notify.Notification, stack []byte) error {
+// answer decides one notification and answers it, on w. On the
+// receiving thread, it returns errSlow, answering nothing, where a worker
+// must decide.
+func (s *supervisor) answer(n *notify.Notification, w *worker) error {
+	if w.inline && isExec(n) && !isMark(n) {
+		return errSlow
+	}
 	if isMark(n) {
 		return s.answerMark(n)
 	}
@@ -133,9 +175,12 @@ func (s *supervisor) answer(n *notify.Notification, stack []byte) error {
 	var unattributed error
 	switch {
 	case supervised:
-		o, act, unattributed = s.decide(n, stack)
+		o, act, unattributed = s.decide(n, w)
 	case act != policy.ActAllow:
-		o = s.filterOwner(n, stack)
+		o = s.filterOwner(n, w)
+	}
+	if errors.Is(unattributed, errSlow) || errors.Is(o.err, errSlow) {
+		return errSlow
 	}
 	if act != policy.ActAllow && s.exempt(n, o) {
 		act = policy.ActAllow
@@ -147,8 +192,13 @@ func (s *supervisor) answer(n *notify.Notification, stack []byte) error {
 	var bound string
 	if act == policy.ActAllow && isExec(n) {
 		act, why = s.checkExec(n)
-		if errors.Is(why, errRetry) {
+		switch {
+		case errors.Is(why, errRetry):
 			return nil
+		case errors.Is(why, errFault):
+			// The kernel's own answer to memory it cannot read: no
+			// denial.
+			return ignoreGone(s.l.Respond(notify.Response{ID: n.ID, Errno: unix.EFAULT}))
 		}
 		if why == nil {
 			if bound, why = s.execBound(n, o); why != nil {
@@ -156,7 +206,7 @@ func (s *supervisor) answer(n *notify.Notification, stack []byte) error {
 			}
 		}
 		if why != nil && o.label == "" {
-			o = s.filterOwner(n, stack)
+			o = s.filterOwner(n, w)
 		}
 	}
 	// The notification still pending proves that the thread read while
@@ -193,10 +243,13 @@ func (s *supervisor) answer(n *notify.Notification, stack []byte) error {
 // decide attributes a caller-dependent call and returns its owner and
 // its verdict: allowed if the owner may make it, else the union's
 // default. A call it cannot attribute is denied, and why is returned.
-func (s *supervisor) decide(n *notify.Notification, stack []byte) (owner, policy.Action, error) {
-	o, err := s.owner(n, stack)
+func (s *supervisor) decide(n *notify.Notification, w *worker) (owner, policy.Action, error) {
+	o, err := s.owner(n, w)
 	if errors.Is(err, errRetry) && s.l.Valid(n.ID) == nil {
-		o, err = s.owner(n, stack)
+		o, err = s.owner(n, w)
+	}
+	if errors.Is(err, errSlow) {
+		return owner{}, policy.Action{}, err
 	}
 	if err != nil {
 		return owner{label: OwnerUnattributed}, s.spec.Union.Default, err

@@ -23,7 +23,7 @@ func TestSweep(t *testing.T) {
 		}
 		p := &process{tgid: pid, pidfd: pidfd}
 		s.procs[pid] = p
-		s.threads[pid] = &thread{tid: pid, syscall: f, proc: p}
+		s.threads[pid] = newThread(pid, f, p)
 	}
 	dead := exec.Command("true")
 	if err := dead.Start(); err != nil {

@@ -23,7 +23,9 @@ type thread struct {
 	// read fails (ESRCH) once the thread is gone, even if its id has been
 	// reused.
 	syscall *os.File
-	proc    *process
+	// fd is syscall's descriptor.
+	fd   int
+	proc *process
 }
 
 // process is an address space of the program, and what the supervisor
@@ -72,6 +74,12 @@ func (p *process) exited() bool {
 	return err == nil && n > 0
 }
 
+// newThread is the record of thread tid of p, whose /proc/TID/syscall
+// is f.
+func newThread(tid int, f *os.File, p *process) *thread {
+	return &thread{tid: tid, syscall: f, fd: int(f.Fd()), proc: p}
+}
+
 // entry is a thread stopped at system call entry: its stack and
 // instruction pointers, from /proc/TID/syscall.
 type entry struct {
@@ -79,11 +87,13 @@ type entry struct {
 	sp, pc uint64
 }
 
-// readEntry reads where the thread is stopped.
+// readEntry reads where the thread is stopped, in one pread: the line is
+// made whole at each read (os.File.ReadAt would read again, to find its
+// end).
 func (t *thread) readEntry() (entry, error) {
-	buf := make([]byte, 256)
-	n, err := t.syscall.ReadAt(buf, 0)
-	if n == 0 && err != nil {
+	var buf [256]byte
+	n, err := unix.Pread(t.fd, buf[:], 0)
+	if err != nil {
 		return entry{}, fmt.Errorf("cell: /proc/%d/syscall: %w", t.tid, err)
 	}
 	return parseEntry(string(buf[:n]))
@@ -221,7 +231,7 @@ func (s *supervisor) thread(tid int) (*thread, error) {
 		f.Close()
 		return nil, err
 	}
-	t := &thread{tid: tid, syscall: f, proc: p}
+	t := newThread(tid, f, p)
 	s.threads[tid] = t
 	return t, nil
 }
