@@ -66,6 +66,7 @@ type Object struct {
 	// startMain is the range of libc's __libc_start_main, which the
 	// entry point of every executable calls (unreadable.go).
 	startMain [2]uint64
+	linkCache
 }
 
 // segment is a loadable segment: its file offset, link-time address and

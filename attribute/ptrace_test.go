@@ -118,7 +118,7 @@ func TestPtraceModes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, mode := range []string{"getpid", "origin", "printf", "inline", "syscall", "main", "dlopen", "jit"} {
+	for _, mode := range []string{"getpid", "origin", "printf", "tailcall", "inline", "syscall", "main", "dlopen", "jit"} {
 		t.Run(mode, func(t *testing.T) {
 			got := map[string][]string{}
 			for _, c := range ptraceCalls(t, fixtures.Args(dir, mode)...) {

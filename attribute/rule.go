@@ -24,6 +24,10 @@ type Result struct {
 	// runtime: the call is the runtime's (Object is nil).
 	Memory bool
 	Caller *Object
+	// TailCall marks a call whose Object entered the runtime by a jump,
+	// leaving no frame (tailcall.go): the innermost frame outside the
+	// runtime is the caller of Object's function.
+	TailCall bool
 	// Frames is how many frames the unwind stepped out of.
 	Frames int
 	// StackBytes is how far above the stack pointer the unwind read.
@@ -79,6 +83,13 @@ func Attribute(s *Space, nr uint32, regs *unwind.Regs, mem unwind.Memory) (*Resu
 		case owner != nil:
 			if wrapped && runtimeMemory(nr, regs) {
 				return memoryResult(c, owner, nr, regs), nil
+			}
+			if c.Depth() > 0 {
+				if callee := s.tailCallee(m, site); callee != nil {
+					r := result(c, callee)
+					r.TailCall = true
+					return r, nil
+				}
 			}
 			return result(c, owner), nil
 		case outermost:

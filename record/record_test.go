@@ -95,7 +95,7 @@ func TestModes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, mode := range []string{"getpid", "origin", "printf", "inline", "syscall", "main", "threads", "fork", "vfork", "exec", "dlopen", "jit"} {
+	for _, mode := range []string{"getpid", "origin", "printf", "tailcall", "inline", "syscall", "main", "threads", "fork", "vfork", "exec", "dlopen", "jit"} {
 		t.Run(mode, func(t *testing.T) {
 			rec := recordMode(t, dir, mode)
 			if rec.Lossy() {

@@ -1,0 +1,192 @@
+package attribute
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"sync"
+)
+
+// A library function that ends in a call to libc is compiled to a jump
+// (a tail call): `void say(const char *s) { puts(s); fflush(stdout); }`
+// ends in `jmp fflush@plt`. Its frame is gone by the time libc makes the
+// call, and the innermost frame outside the runtime is its caller's. But
+// that frame holds the address the caller returns to, right after the
+// instruction that called the library: where that instruction names its
+// target (a direct call into the caller's PLT, or an indirect call
+// through its GOT, as every call from one object to another is), the
+// target's symbol, resolved in the address space, says which object the
+// caller called. If that object is another one outside the runtime, the
+// runtime was entered from it, by a jump: the call is that object's.
+//
+// What this cannot see: a call through a function pointer in a register
+// or in memory other than the GOT (the caller's frame then keeps the
+// call), and a tail call from one library into another that tail-calls
+// libc in turn (the first library gets it).
+
+// linkage is what an object's code tells about the calls it makes to
+// other objects, read once.
+type linkage struct {
+	// plt are the ranges of the PLT sections, whose entries jump through
+	// GOT slots.
+	plt [][2]uint64
+	// slots maps GOT slots to the symbols the loader binds them to.
+	slots map[uint64]string
+	// defines holds the functions the object exports.
+	defines map[string]bool
+}
+
+// linkageOf reads obj's linkage, once.
+func (obj *Object) linkageOf() *linkage {
+	obj.linkOnce.Do(func() {
+		obj.link = readLinkage(obj.elf)
+	})
+	return obj.link
+}
+
+func readLinkage(f *elf.File) *linkage {
+	l := &linkage{slots: map[uint64]string{}, defines: map[string]bool{}}
+	if f == nil {
+		return l
+	}
+	syms, _ := f.DynamicSymbols()
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Section != elf.SHN_UNDEF {
+			l.defines[s.Name] = true
+		}
+	}
+	for _, sec := range f.Sections {
+		switch {
+		case sec.Name == ".plt" || sec.Name == ".plt.sec" || sec.Name == ".plt.got":
+			l.plt = append(l.plt, [2]uint64{sec.Addr, sec.Addr + sec.Size})
+		case sec.Type == elf.SHT_RELA:
+			readSlots(sec, syms, l.slots)
+		}
+	}
+	return l
+}
+
+// Relocations that bind a GOT slot to a symbol's address.
+const (
+	rX86_64GlobDat  = 6
+	rX86_64JumpSlot = 7
+)
+
+// readSlots adds the GOT slots that the relocations of sec bind.
+func readSlots(sec *elf.Section, syms []elf.Symbol, slots map[uint64]string) {
+	data, err := sec.Data()
+	if err != nil {
+		return
+	}
+	for len(data) >= 24 {
+		off, info := binary.LittleEndian.Uint64(data), binary.LittleEndian.Uint64(data[8:])
+		data = data[24:]
+		typ, sym := uint32(info), info>>32
+		if (typ == rX86_64GlobDat || typ == rX86_64JumpSlot) && sym > 0 && int(sym) <= len(syms) {
+			slots[off] = syms[sym-1].Name
+		}
+	}
+}
+
+// inPLT says whether link-time address addr lies in a PLT section.
+func (l *linkage) inPLT(addr uint64) bool {
+	for _, r := range l.plt {
+		if addr >= r[0] && addr < r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// Instructions a call from one object to another is made with.
+var (
+	// callGOT is `call *disp32(%rip)`: ff 15 disp32.
+	callGOT = []byte{0xff, 0x15}
+	// callRel is `call rel32`: e8 rel32.
+	callRel = byte(0xe8)
+	// jmpGOT is `jmp *disp32(%rip)`: ff 25 disp32, how a PLT entry
+	// jumps, after endbr64 and a bnd prefix where the PLT has them.
+	jmpGOT = []byte{0xff, 0x25}
+)
+
+// pltEntrySize is the most a PLT entry holds before its jump.
+const pltEntrySize = 16
+
+// callee returns the symbol that the instruction ending at link-time
+// address ret (a return address) of obj calls, "" where it cannot be
+// read off the code.
+func (obj *Object) callee(ret uint64) string {
+	if ret < 6 {
+		return ""
+	}
+	code, err := obj.code(ret-6, 6)
+	if err != nil {
+		return ""
+	}
+	l := obj.linkageOf()
+	if bytes.HasPrefix(code, callGOT) {
+		return l.slots[ret+uint64(int32(binary.LittleEndian.Uint32(code[2:])))]
+	}
+	if code[1] != callRel {
+		return ""
+	}
+	target := ret + uint64(int32(binary.LittleEndian.Uint32(code[2:])))
+	if !l.inPLT(target) {
+		return ""
+	}
+	entry, err := obj.code(target, pltEntrySize)
+	if err != nil {
+		return ""
+	}
+	i := bytes.Index(entry, jmpGOT)
+	if i < 0 || i+6 > len(entry) {
+		return ""
+	}
+	next := target + uint64(i) + 6
+	return l.slots[next+uint64(int32(binary.LittleEndian.Uint32(entry[i+2:])))]
+}
+
+// tailCallee returns the object outside the runtime, other than the
+// frame's own, that the frame at site in m called, nil if there is none
+// or it cannot be told: see the top of this file.
+func (s *Space) tailCallee(m *Mapping, site uint64) *Object {
+	link, err := m.linkAddr(site + 1)
+	if err != nil || m.Object.elf == nil {
+		return nil
+	}
+	sym := m.Object.callee(link)
+	if sym == "" {
+		return nil
+	}
+	definer := s.definer(sym)
+	if definer == nil || definer == m.Object || definer.Runtime {
+		return nil
+	}
+	return definer
+}
+
+// definer returns the object of the space outside the runtime that
+// exports function sym; nil where none or several do, or where the
+// runtime does and nothing else (an interposer, a library exporting what
+// libc does, comes before libc in the loader's search order, as the
+// libraries a program links with come before libc).
+func (s *Space) definer(sym string) *Object {
+	var found *Object
+	for i := range s.maps {
+		obj := s.maps[i].Object
+		if obj == found || obj.Runtime || obj.Kind != File || obj.elf == nil || !obj.linkageOf().defines[sym] {
+			continue
+		}
+		if found != nil {
+			return nil
+		}
+		found = obj
+	}
+	return found
+}
+
+// linkOnce and link hold an object's linkage, read when first needed.
+type linkCache struct {
+	linkOnce sync.Once
+	link     *linkage
+}
