@@ -60,8 +60,10 @@ type Result struct {
 	Signal syscall.Signal
 	// Start is what the audit library reported at start.
 	Start *Start
-	// Supervised counts the calls the supervisor decided.
+	// Supervised counts the calls the supervisor decided, and Latency is
+	// how long it took for them.
 	Supervised []Supervised
+	Latency    Latency
 	// Denied counts the calls the policy stopped: every one but those
 	// the kernel kills for.
 	Denied []Denied
@@ -111,7 +113,8 @@ func Run(ctx context.Context, p *policy.Policy, cmd enforce.Command, opt Options
 	go sup.serve()
 	state, err := wait(ctx, prog, opt.Signals)
 	sup.stop()
-	res := &Result{ExitCode: state.ExitCode(), Start: start, Supervised: sup.stats.list(), Denied: sup.denied.list(), FirstDenied: sup.first}
+	res := &Result{ExitCode: state.ExitCode(), Start: start, Supervised: sup.stats.list(), Latency: sup.stats.summary(),
+		Denied: sup.denied.list(), FirstDenied: sup.first}
 	if state != nil {
 		if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			res.Signal = ws.Signal()

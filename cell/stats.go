@@ -31,12 +31,18 @@ type statKey struct {
 	allowed bool
 }
 
-// stats counts supervised calls.
-type stats map[statKey]*Supervised
+// stats counts supervised calls, and how long the supervisor took for
+// them.
+type stats struct {
+	calls map[statKey]*Supervised
+	latencies
+}
+
+func newStats() stats { return stats{calls: map[statKey]*Supervised{}} }
 
 func (st stats) count(owner string, nr uint32, allowed bool, why error) {
 	k := statKey{owner, nr, allowed}
-	c := st[k]
+	c := st.calls[k]
 	if c == nil {
 		name, ok := syscalls.Name(syscalls.X86_64, nr)
 		if !ok {
@@ -46,7 +52,7 @@ func (st stats) count(owner string, nr uint32, allowed bool, why error) {
 		if why != nil {
 			c.Why = why.Error()
 		}
-		st[k] = c
+		st.calls[k] = c
 	}
 	c.Count++
 }
@@ -63,8 +69,8 @@ func boolCompare(a, b bool) int {
 
 // list returns the counts sorted by owner, system call and verdict.
 func (st stats) list() []Supervised {
-	out := make([]Supervised, 0, len(st))
-	for _, c := range st {
+	out := make([]Supervised, 0, len(st.calls))
+	for _, c := range st.calls {
 		out = append(out, *c)
 	}
 	slices.SortFunc(out, func(a, b Supervised) int {

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -94,7 +95,7 @@ func newSupervisor(l *notify.Listener, spec *compartment.Spec, opt Options, libr
 		l: l, spec: spec, ids: ids, win: win, epochAt: epochAt,
 		objs:    attribute.NewObjects(rt),
 		threads: map[int]*thread{}, procs: map[int]*process{}, saved: map[int]*saved{}, sweepAt: minSweep,
-		tracer: newTracer(), stats: stats{}, library: library, mode: opt.Mode, denied: denials{}, log: opt.DenialLog, done: make(chan struct{}),
+		tracer: newTracer(), stats: newStats(), library: library, mode: opt.Mode, denied: denials{}, log: opt.DenialLog, done: make(chan struct{}),
 		execRule: opt.Exec,
 	}
 }
@@ -164,10 +165,14 @@ func (s *supervisor) answer(n *notify.Notification, w *worker) error {
 		return s.answerMark(n)
 	}
 	if s.loadingCall(n) {
-		s.mu.Lock()
-		s.stats.count(OwnerStartUp, n.Data.Nr, true, nil)
-		s.mu.Unlock()
-		return ignoreGone(s.l.Respond(notify.Response{ID: n.ID, Continue: true}))
+		pending, err := s.reply(n, policy.ActAllow)
+		if pending {
+			s.mu.Lock()
+			s.stats.count(OwnerStartUp, n.Data.Nr, true, nil)
+			s.stats.took(time.Since(n.Received))
+			s.mu.Unlock()
+		}
+		return err
 	}
 	act := s.spec.Verdict(n.Data.Arch, n.Data.Nr, n.Data.IP, n.Data.Args)
 	supervised := act == compartment.Supervise
@@ -209,35 +214,44 @@ func (s *supervisor) answer(n *notify.Notification, w *worker) error {
 			o = s.filterOwner(n, w)
 		}
 	}
-	// The notification still pending proves that the thread read while
-	// deciding was the caller, not a later thread with its id; a call
-	// withdrawn meanwhile (a signal interrupted it) is neither counted
-	// nor answered.
-	if err := s.l.Valid(n.ID); err != nil {
-		return ignoreGone(err)
+	if act == policy.ActAllow && isExec(n) {
+		s.execLetRun(n, bound)
+	}
+	// A call withdrawn meanwhile (a signal interrupted it, its thread was
+	// killed) is neither counted nor logged: its thread may make it again.
+	pending, err := s.reply(n, act)
+	if !pending {
+		return err
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if supervised {
 		s.stats.count(o.label, n.Data.Nr, act == policy.ActAllow, unattributed)
+		s.stats.took(time.Since(n.Received))
 	}
 	if act != policy.ActAllow {
 		s.denied.count(o.label, n, act, why)
 		s.logDenial(n, o.label, act)
 	}
-	s.mu.Unlock()
-	if act == policy.ActAllow {
-		if isExec(n) {
-			s.execLetRun(n, bound)
-		}
-		return ignoreGone(s.l.Respond(notify.Response{ID: n.ID, Continue: true}))
+	return err
+}
+
+// reply answers n with act, as the mode has it: a call the policy stops
+// runs in audit mode and fails with an errno in complain mode. It says
+// whether the call was still waiting for the answer.
+func (s *supervisor) reply(n *notify.Notification, act policy.Action) (pending bool, err error) {
+	switch {
+	case act == policy.ActAllow || s.mode == enforce.Audit:
+		err = s.l.Respond(notify.Response{ID: n.ID, Continue: true})
+	case s.mode == enforce.Complain:
+		err = s.l.Respond(notify.Response{ID: n.ID, Errno: enforce.ErrnoFor(act)})
+	default:
+		err = s.deny(n, act)
 	}
-	switch s.mode {
-	case enforce.Audit:
-		return ignoreGone(s.l.Respond(notify.Response{ID: n.ID, Continue: true}))
-	case enforce.Complain:
-		return ignoreGone(s.l.Respond(notify.Response{ID: n.ID, Errno: enforce.ErrnoFor(act)}))
+	if errors.Is(err, notify.ErrNotPending) {
+		return false, nil
 	}
-	return s.deny(n, act)
+	return true, err
 }
 
 // decide attributes a caller-dependent call and returns its owner and
@@ -290,30 +304,30 @@ func (s *supervisor) exempt(n *notify.Notification, o owner) bool {
 func (s *supervisor) deny(n *notify.Notification, act policy.Action) error {
 	switch act.Kind {
 	case policy.Errno:
-		return ignoreGone(s.l.Respond(notify.Response{ID: n.ID, Errno: syscall.Errno(act.Data)}))
+		return s.l.Respond(notify.Response{ID: n.ID, Errno: syscall.Errno(act.Data)})
 	case policy.Allow, policy.Log:
-		return ignoreGone(s.l.Respond(notify.Response{ID: n.ID, Continue: true}))
+		return s.l.Respond(notify.Response{ID: n.ID, Continue: true})
 	case policy.KillProcess, policy.KillThread, policy.Trap:
 		return s.kill(n)
 	}
 	// Trace and user notification: what the kernel answers when no
 	// tracer or supervisor listens.
-	return ignoreGone(s.l.Respond(notify.Response{ID: n.ID, Errno: unix.ENOSYS}))
+	return s.l.Respond(notify.Response{ID: n.ID, Errno: unix.ENOSYS})
 }
 
 // kill kills the caller's process while its call waits.
 func (s *supervisor) kill(n *notify.Notification) error {
 	tgid, err := tgidOf(n.Pid)
 	if err != nil {
-		return ignoreGone(s.l.Valid(n.ID))
+		return s.l.Valid(n.ID)
 	}
 	pidfd, err := pidfdOpen(tgid)
 	if err != nil {
-		return ignoreGone(s.l.Valid(n.ID))
+		return s.l.Valid(n.ID)
 	}
 	defer unix.Close(pidfd)
 	if err := s.l.Valid(n.ID); err != nil {
-		return ignoreGone(err)
+		return err
 	}
 	if err := unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0); err != nil {
 		return fmt.Errorf("cell: kill process %d: %w", tgid, err)

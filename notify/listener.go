@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -139,7 +140,9 @@ func (l *Listener) tryReceive(buf []byte) (*Notification, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeNotification(buf), nil
+	n := decodeNotification(buf)
+	n.Received = time.Now()
+	return n, nil
 }
 
 // Serve passes every notification to answer until no task uses the

@@ -3,6 +3,7 @@ package notify
 import (
 	"encoding/binary"
 	"syscall"
+	"time"
 
 	"github.com/syscell/syscell/bpf"
 )
@@ -18,6 +19,8 @@ type Notification struct {
 	// Data is what the filter saw: number, ABI, instruction pointer (the
 	// address just after the system call instruction) and arguments.
 	Data bpf.SeccompData
+	// Received is when the supervisor received it.
+	Received time.Time
 }
 
 // Response answers a notification.

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -129,6 +130,8 @@ func tellCell(w io.Writer, mode enforce.Mode, name string, res *cell.Result, sta
 		fmt.Fprintf(w, "syscell: no call was supervised\n")
 		return
 	}
+	fmt.Fprintf(w, "syscell: the supervisor decided %d calls, each in %s (median), %s (99th percentile) from receiving it to answering it\n",
+		res.Latency.Calls, micros(res.Latency.Median), micros(res.Latency.P99))
 	fmt.Fprintf(w, "syscell: supervised calls:\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  OWNER\tSYSCALL\tCALLS\tVERDICT\n")
@@ -143,6 +146,11 @@ func tellCell(w io.Writer, mode enforce.Mode, name string, res *cell.Result, sta
 		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\n", s.Owner, s.Syscall, s.Count, verdict)
 	}
 	tw.Flush()
+}
+
+// micros writes d in microseconds.
+func micros(d time.Duration) string {
+	return fmt.Sprintf("%.1f µs", float64(d)/float64(time.Microsecond))
 }
 
 // tellDenied lists the calls outside the policy, by who made them.
