@@ -50,6 +50,9 @@ type Options struct {
 	// Exec is what happens to an exec of a program the policy does not
 	// let its caller start with its own compartments (execs.go).
 	Exec ExecRule
+	// CountKernel counts the calls the kernel lets run (Result.Kernel),
+	// which needs root.
+	CountKernel bool
 }
 
 // Result is how the program ended and what the supervisor saw.
@@ -69,6 +72,10 @@ type Result struct {
 	Denied []Denied
 	// FirstDenied is the first call the policy stopped, if any was.
 	FirstDenied *enforce.Denial
+	// Kernel counts the calls the kernel let run, with
+	// Options.CountKernel; KernelErr is why they could not be counted.
+	Kernel    []KernelCalls
+	KernelErr error
 }
 
 // Run runs cmd with the per-library filter of p: each compartment of p
@@ -103,7 +110,7 @@ func Run(ctx context.Context, p *policy.Policy, cmd enforce.Command, opt Options
 	if err != nil {
 		return nil, err
 	}
-	sup, start, err := handshake(ch, p, cfg, opt, lib)
+	sup, start, err := handshake(ch, p, cfg, opt, lib, prog.Process.Pid)
 	ch.conn.Close()
 	if err != nil {
 		prog.Process.Kill()
@@ -114,7 +121,10 @@ func Run(ctx context.Context, p *policy.Policy, cmd enforce.Command, opt Options
 	state, err := wait(ctx, prog, opt.Signals)
 	sup.stop()
 	res := &Result{ExitCode: state.ExitCode(), Start: start, Supervised: sup.stats.list(), Latency: sup.stats.summary(),
-		Denied: sup.denied.list(), FirstDenied: sup.first}
+		Denied: sup.denied.list(), FirstDenied: sup.first, KernelErr: sup.counterErr}
+	if sup.counter != nil {
+		res.Kernel, res.KernelErr = sup.counter.stop()
+	}
 	if state != nil {
 		if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			res.Signal = ws.Signal()
@@ -197,10 +207,11 @@ func startProgram(cmd enforce.Command, opt Options, lib string, inherit int) (*e
 	return c, newChannel(conn.(*net.UnixConn)), nil
 }
 
-// handshake tells the audit library where its window goes, compiles the
-// filter for the layout it reports, sends it, and takes the listener. On
-// a failure the program is still at its start, or has exited.
-func handshake(ch *channel, p *policy.Policy, cfg config, opt Options, lib string) (*supervisor, *Start, error) {
+// handshake tells the audit library of process pid where its window
+// goes, compiles the filter for the layout it reports, sends it, and
+// takes the listener. On a failure the program is still at its start, or
+// has exited.
+func handshake(ch *channel, p *policy.Policy, cfg config, opt Options, lib string, pid int) (*supervisor, *Start, error) {
 	ch.conn.SetDeadline(time.Now().Add(helloTimeout))
 	block, err := ch.hello()
 	if err != nil {
@@ -231,16 +242,19 @@ func handshake(ch *channel, p *policy.Policy, cfg config, opt Options, lib strin
 		err = fmt.Errorf("cell: compile the filter: %w", err)
 		return nil, nil, errors.Join(err, ch.sendFail(err))
 	}
-	if err := ch.sendProgram(prog); err != nil {
-		return nil, nil, startError(err)
+	// Counting starts before the program runs under its filter, so that
+	// it sees every call that filter lets run.
+	var counter *kernelCounter
+	var counterErr error
+	if opt.CountKernel {
+		counter, counterErr = countKernel(pid, start.Layout)
 	}
-	helper, fd, err := ch.handoff()
-	if helper > 0 {
-		// The helper exits once it has sent the listener, or failed to.
-		go unix.Wait4(helper, nil, 0, nil)
-	}
+	fd, err := installFilter(ch, prog)
 	if err != nil {
-		return nil, nil, startError(err)
+		if counter != nil {
+			counter.stop()
+		}
+		return nil, nil, err
 	}
 	l, err := notify.NewListener(fd)
 	if err != nil {
@@ -248,7 +262,25 @@ func handshake(ch *channel, p *policy.Policy, cfg config, opt Options, lib strin
 	}
 	sup := newSupervisor(l, spec, opt, lib, ids, win, start.Epoch)
 	sup.inherit, sup.execs = start.Inherit, grantsOf(p)
+	sup.counter, sup.counterErr = counter, counterErr
 	return sup, start, nil
+}
+
+// installFilter sends the program to the audit library, which installs
+// it, and returns the listener its helper hands over.
+func installFilter(ch *channel, prog []bpf.Instruction) (int, error) {
+	if err := ch.sendProgram(prog); err != nil {
+		return -1, startError(err)
+	}
+	helper, fd, err := ch.handoff()
+	if helper > 0 {
+		// The helper exits once it has sent the listener, or failed to.
+		go unix.Wait4(helper, nil, 0, nil)
+	}
+	if err != nil {
+		return -1, startError(err)
+	}
+	return fd, nil
 }
 
 func startError(err error) error {

@@ -59,6 +59,11 @@ type supervisor struct {
 	first  *enforce.Denial
 	log    *enforce.DenialLog
 
+	// counter counts the calls the kernel lets run, with
+	// Options.CountKernel; counterErr is why it could not.
+	counter    *kernelCounter
+	counterErr error
+
 	// err is why serving stopped early, if it did.
 	err  error
 	done chan struct{}

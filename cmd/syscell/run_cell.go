@@ -38,7 +38,7 @@ func (c *runCmd) runCompartments(cmd *cobra.Command, args []string, path string,
 		return err
 	}
 	command := enforce.Command{Path: path, Args: args, Stdin: cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
-	res, err := runCell(p, command, cell.Options{Mode: mode, DenialLog: out.log, Exec: rule})
+	res, err := runCell(p, command, cell.Options{Mode: mode, DenialLog: out.log, Exec: rule, CountKernel: c.stats})
 	if res == nil {
 		out.discard()
 		if errors.Is(err, cell.ErrNotAuditable) {
@@ -130,6 +130,7 @@ func tellCell(w io.Writer, mode enforce.Mode, name string, res *cell.Result, sta
 		fmt.Fprintf(w, "syscell: no call was supervised\n")
 		return
 	}
+	tellKernel(w, res)
 	fmt.Fprintf(w, "syscell: the supervisor decided %d calls, each in %s (median), %s (99th percentile) from receiving it to answering it\n",
 		res.Latency.Calls, micros(res.Latency.Median), micros(res.Latency.P99))
 	fmt.Fprintf(w, "syscell: supervised calls:\n")
@@ -146,6 +147,35 @@ func tellCell(w io.Writer, mode enforce.Mode, name string, res *cell.Result, sta
 		fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\n", s.Owner, s.Syscall, s.Count, verdict)
 	}
 	tw.Flush()
+}
+
+// tellKernel lists the calls the kernel let run, by the code that made
+// them, and how many of all the calls that ran the supervisor decided.
+func tellKernel(w io.Writer, res *cell.Result) {
+	if res.KernelErr != nil {
+		fmt.Fprintf(w, "syscell: the calls decided in the kernel were not counted (that needs root): %v\n", res.KernelErr)
+		return
+	}
+	fmt.Fprintf(w, "syscell: calls the kernel let run, by the code that made them:\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  CODE\tSYSCALL\tCALLS\n")
+	var ran uint64
+	for _, k := range res.Kernel {
+		fmt.Fprintf(tw, "  %s\t%s\t%d\n", k.Owner, k.Syscall, k.Calls)
+		ran += k.Calls
+	}
+	tw.Flush()
+	var supervised uint64
+	for _, s := range res.Supervised {
+		if s.Allowed {
+			supervised += uint64(s.Count)
+		}
+	}
+	share := 0.0
+	if ran > 0 {
+		share = 100 * float64(supervised) / float64(ran)
+	}
+	fmt.Fprintf(w, "syscell: %d calls ran: %d decided in the kernel, %d (%.1f %%) by the supervisor\n", ran, ran-min(ran, supervised), supervised, share)
 }
 
 // micros writes d in microseconds.
