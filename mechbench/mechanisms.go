@@ -25,6 +25,10 @@ type spec struct {
 	// slow marks the mechanisms that cost microseconds a call, which
 	// Options.SlowLimit holds back.
 	slow bool
+	// run measures a payload that another part of syscell starts (the
+	// supervised mechanism's, which cell.Run starts), instead of the
+	// fields above.
+	run func(context.Context, request) (Sample, error)
 }
 
 var specs = map[Mechanism]spec{
@@ -60,6 +64,11 @@ var specs = map[Mechanism]spec{
 		description: "eBPF raw_tp/sys_enter, payload found in a hash map and counted",
 		observe:     newCounter,
 	},
+	Supervised: {
+		description: "syscell's per-library supervisor, getpid from libc's code (cached call chain)",
+		run:         measureSupervised,
+		slow:        true,
+	},
 }
 
 // An observer is the part of a mechanism that watches the payload from the
@@ -78,7 +87,7 @@ type observer interface {
 
 // observed reports whether something, a tracer or an observer, sees the
 // payload's calls and counts them into Sample.Intercepted.
-func (s spec) observed() bool { return s.tracer != nil || s.observe != nil }
+func (s spec) observed() bool { return s.tracer != nil || s.observe != nil || s.run != nil }
 
 // available returns nil, or an error wrapping ErrUnavailable that says why
 // the mechanism cannot run here.
@@ -110,6 +119,13 @@ func unavailable(err, cause error) error {
 // mechanism, if it can tell, intercepted every call: a figure for calls
 // that went by unseen would flatter it.
 func (s spec) measure(ctx context.Context, req request) (Sample, error) {
+	if s.run != nil {
+		sample, err := s.run(ctx, req)
+		if err == nil && sample.Intercepted < uint64(req.Iterations) {
+			err = fmt.Errorf("only %d of the payload's %d getpid calls were intercepted", sample.Intercepted, req.Iterations)
+		}
+		return sample, err
+	}
 	var obs observer
 	if s.observe != nil {
 		var err error

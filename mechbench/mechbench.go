@@ -71,11 +71,15 @@ const (
 	// raw sys_enter tracepoint, which finds the payload in a hash map and
 	// runs on every system call of the machine.
 	EBPF Mechanism = "ebpf"
+	// Supervised is syscell's per-library supervisor deciding getpid made
+	// from libc's code, whose owner only an unwind tells (supervised.go):
+	// to compare with UserNotif, its floor.
+	Supervised Mechanism = "supervised"
 )
 
 // Mechanisms returns every mechanism, in the order of the report.
 func Mechanisms() []Mechanism {
-	return []Mechanism{None, Seccomp, SeccompUncached, UserNotif, Ptrace, SeccompTrace, EBPF}
+	return []Mechanism{None, Seccomp, SeccompUncached, UserNotif, Supervised, Ptrace, SeccompTrace, EBPF}
 }
 
 // Description says in a few words what m does, for legends.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -50,6 +51,9 @@ func init() {
 // playPayload plays the payload and returns its exit status. Failures are
 // reported to the parent, or to standard error when even that fails.
 func playPayload(env string) int {
+	if strings.Contains(env, `"mechanism":"`+string(Supervised)+`"`) {
+		return playSupervised(env)
+	}
 	loop, err := payload(env)
 	msg, status := message{LoopNs: loop.Nanoseconds()}, 0
 	if err != nil {
@@ -57,6 +61,26 @@ func playPayload(env string) int {
 	}
 	if err := send(msg, -1); err != nil {
 		fmt.Fprintf(os.Stderr, "mechbench payload: %v\n", err)
+		return 2
+	}
+	return status
+}
+
+// playSupervised plays the supervised mechanism's payload, which cell.Run
+// started under its filter: it says on standard output how long its loop
+// took, or what went wrong.
+func playSupervised(env string) int {
+	var req request
+	err := json.Unmarshal([]byte(env), &req)
+	var loop time.Duration
+	if err == nil {
+		loop, err = supervisedLoop(req.Iterations)
+	}
+	msg, status := message{LoopNs: loop.Nanoseconds()}, 0
+	if err != nil {
+		msg, status = message{Error: err.Error()}, 1
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(msg); err != nil {
 		return 2
 	}
 	return status

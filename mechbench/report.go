@@ -160,10 +160,39 @@ func (r Report) WriteTable(w io.Writer) error {
 	for _, s := range r.Series {
 		s.writeSkips(&b)
 	}
+	r.writeFloorRatios(&b)
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return fmt.Errorf("mechbench: write report: %w", err)
 	}
 	return nil
+}
+
+// FloorRatios are, by number of calls, the supervised call's median time
+// over the notification floor's (user-notif, a supervisor that answers
+// at once), where both were measured.
+func (r Report) FloorRatios() map[int]float64 {
+	sup, floor := r.series(Supervised), r.series(UserNotif)
+	if sup == nil || floor == nil {
+		return nil
+	}
+	out := map[int]float64{}
+	for i, p := range sup.Points {
+		if f := floor.Points[i]; p.MedianNs > 0 && f.MedianNs > 0 {
+			out[p.Iterations] = p.MedianNs / f.MedianNs
+		}
+	}
+	return out
+}
+
+// writeFloorRatios says what the supervisor adds to the notification's
+// round trip.
+func (r Report) writeFloorRatios(b *strings.Builder) {
+	ratios := r.FloorRatios()
+	for _, n := range r.Iterations {
+		if v, ok := ratios[n]; ok {
+			fmt.Fprintf(b, "supervised / user-notif at %d calls: %.2f (the supervisor's cost over the notification floor)\n", n, v)
+		}
+	}
 }
 
 // writeSkips says why the series, or some of its points, were not measured.
