@@ -178,27 +178,22 @@ func checkExecEnv(n *notify.Notification, library string) error {
 }
 
 // readEnv reads the environment the notified exec passes: none for a
-// null pointer, as the kernel takes it.
+// null pointer, as the kernel takes it. An exec is notified with its
+// environment unread, and a shell's carries dozens of variables: the
+// pointers and the strings are read a batch at a time (readWords,
+// readStrings), not a word and a string a system call.
 func readEnv(n *notify.Notification) ([]string, error) {
 	envp := n.Data.Args[envpArg[n.Data.Nr]]
-	mem := attribute.ProcessMemory{Pid: n.Pid}
-	var env []string
-	for i := range maxEnv {
-		if envp == 0 {
-			break
-		}
-		p, err := mem.Word(envp + uint64(8*i))
-		if err != nil {
-			return nil, fmt.Errorf("read the environment: %w: %w", errFault, err)
-		}
-		if p == 0 {
-			return env, nil
-		}
-		kv, err := readString(mem, p, maxEnvVar)
-		if err != nil {
-			return nil, fmt.Errorf("read the environment: %w: %w", errFault, err)
-		}
-		env = append(env, kv)
+	if envp == 0 {
+		return nil, nil
+	}
+	ptrs, err := readWords(n.Pid, envp, maxEnv)
+	if err != nil {
+		return nil, fmt.Errorf("read the environment: %w: %w", errFault, err)
+	}
+	env, err := readStrings(n.Pid, ptrs, maxEnvVar)
+	if err != nil {
+		return nil, fmt.Errorf("read the environment: %w: %w", errFault, err)
 	}
 	return env, nil
 }

@@ -1,6 +1,7 @@
 package cell
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -84,4 +85,96 @@ func (m *memory) grow(need int) {
 	}
 	m.stack = m.stack[:have+n]
 	m.end = have+n < size
+}
+
+// wordBatch is how many words readWords asks for at a time.
+const wordBatch = 256
+
+// readWords reads the NULL-terminated array of words at at, of thread
+// tid, up to max words (more is an error), a batch at a time, each batch
+// stopping at a page's end: a read that crosses into an unmapped page
+// fails whole.
+func readWords(tid int, at uint64, max int) ([]uint64, error) {
+	var out []uint64
+	var buf [wordBatch * 8]byte
+	for len(out) < max {
+		n := min(wordBatch, max-len(out), int(4096-at%4096)/8)
+		if n == 0 {
+			n = 1
+		}
+		got, err := readAt(tid, at, buf[:8*n])
+		if err != nil {
+			return nil, err
+		}
+		for i := 0; i+8 <= got; i += 8 {
+			w := binary.LittleEndian.Uint64(buf[i:])
+			if w == 0 {
+				return out, nil
+			}
+			out = append(out, w)
+		}
+		at += uint64(got)
+	}
+	return nil, fmt.Errorf("more than %d words at %#x", max, at)
+}
+
+// stringChunk is how much of each string readStrings reads at first.
+const stringChunk = 256
+
+// readStrings reads the NUL-terminated strings at ptrs, of thread tid,
+// each up to max bytes: their first bytes in one system call a batch
+// (one iovec a string, each within its page), the rest of the few longer
+// ones one at a time.
+func readStrings(tid int, ptrs []uint64, max int) ([]string, error) {
+	out := make([]string, len(ptrs))
+	for first := 0; first < len(ptrs); first += wordBatch {
+		batch := ptrs[first:min(first+wordBatch, len(ptrs))]
+		buf := make([]byte, len(batch)*stringChunk)
+		local := make([]unix.Iovec, len(batch))
+		remote := make([]unix.RemoteIovec, len(batch))
+		for i, p := range batch {
+			n := min(stringChunk, 4096-int(p%4096))
+			local[i] = unix.Iovec{Base: &buf[i*stringChunk]}
+			local[i].SetLen(n)
+			remote[i] = unix.RemoteIovec{Base: uintptr(p), Len: n}
+		}
+		got, err := unix.ProcessVMReadv(tid, local, remote, 0)
+		if err != nil {
+			return nil, fmt.Errorf("read the strings of thread %d: %w", tid, err)
+		}
+		for i, p := range batch {
+			n := int(local[i].Len)
+			chunk := buf[i*stringChunk : i*stringChunk+n]
+			if got < n {
+				// The read stopped before this string: read it alone.
+				chunk = nil
+			}
+			got -= min(got, n)
+			if j := bytes.IndexByte(chunk, 0); j >= 0 {
+				out[first+i] = string(chunk[:j])
+				continue
+			}
+			s, err := readString(attribute.ProcessMemory{Pid: tid}, p, max)
+			if err != nil {
+				return nil, err
+			}
+			out[first+i] = s
+		}
+	}
+	return out, nil
+}
+
+// readAt reads up to len(b) bytes at at, of thread tid: fewer where the
+// memory ends.
+func readAt(tid int, at uint64, b []byte) (int, error) {
+	local := []unix.Iovec{{Base: &b[0], Len: uint64(len(b))}}
+	remote := []unix.RemoteIovec{{Base: uintptr(at), Len: len(b)}}
+	n, err := unix.ProcessVMReadv(tid, local, remote, 0)
+	if err != nil {
+		return 0, fmt.Errorf("read %#x of thread %d: %w", at, tid, err)
+	}
+	if n < 8 {
+		return 0, fmt.Errorf("read %#x of thread %d: %d bytes", at, tid, n)
+	}
+	return n, nil
 }
