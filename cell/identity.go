@@ -26,7 +26,8 @@ const (
 // supervisor to the objects it unwinds through: a compartment with a
 // path (or, without one, a name holding a slash) matches the file found
 // there when syscell starts, by device and inode, whatever path the
-// loader finds it by, and nothing if no file is there; one with a
+// loader finds it by, and, if no file is there yet, the objects of its
+// build-id with its file name, or nothing without a build-id; one with a
 // build-id matches that build-id; one with both matches the objects that
 // have both, as package record tells compartments apart; one with neither
 // matches the objects whose soname or file name is its name. Runtime
@@ -65,6 +66,13 @@ func identityOf(c policy.Compartment) (identity, error) {
 	}
 	var st unix.Stat_t
 	err := unix.Stat(path, &st)
+	if errors.Is(err, fs.ErrNotExist) && id.buildID != "" && !strings.ContainsAny(path, "\n; ") {
+		// A program the command builds and runs (make running gcc,
+		// then the program it built): the same build, loaded under
+		// the same file name.
+		id.name = filepath.Base(path)
+		return id, nil
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return identity{nothing: true}, nil
 	}

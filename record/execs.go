@@ -1,13 +1,6 @@
 package record
 
-import (
-	"bufio"
-	"os"
-	"path/filepath"
-	"strings"
-
-	"github.com/syscell/syscell/trace"
-)
+import "github.com/syscell/syscell/trace"
 
 // A policy says which programs each compartment may start with their own
 // compartments (policy.Compartment.Exec): any other program it starts is
@@ -44,39 +37,7 @@ func (x *execs) exec(e *trace.Exec) {
 	if x.started[comp] == nil {
 		x.started[comp] = map[string]bool{}
 	}
-	x.started[comp][program(e.Filename)] = true
-}
-
-// program is the program an exec of path loads: path itself, or the
-// first ELF file of the chain of #! interpreters it names, with symbolic
-// links resolved as the kernel names mapped files.
-func program(path string) string {
-	for range 4 {
-		interp := interpreter(path)
-		if interp == "" {
-			break
-		}
-		path = interp
-	}
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		return real
-	}
-	return path
-}
-
-// interpreter is the interpreter a #! script names, "" for anything else.
-func interpreter(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	head, _ := bufio.NewReader(f).ReadString('\n')
-	rest, ok := strings.CutPrefix(head, "#!")
-	if fields := strings.Fields(rest); ok && len(fields) > 0 {
-		return fields[0]
-	}
-	return ""
+	x.started[comp][e.Filename] = true
 }
 
 // grant fills in each compartment's Execs: the compartments, by name, of

@@ -116,11 +116,14 @@ type Fork struct {
 
 // Exec is a successful execve: the task's new address space is named in
 // the header. OldTID is the thread that called execve, which the task was
-// before it took over its process's id.
+// before it took over its process's id. Filename is the path, from the
+// root of the mount namespace, of the file the new image executes: the
+// ELF file, the interpreter of a #! script; PathCut says it was cut short.
 type Exec struct {
 	Header
 	OldTID   int
 	Filename string
+	PathCut  bool
 }
 
 // Exit is the end of a task; GroupDead says it was its process's last.
@@ -191,7 +194,7 @@ func decode(raw []byte) (any, error) {
 		}
 		return &Fork{Header: h, ChildTID: int(le.Uint32(body)), ChildTGID: int(le.Uint32(body[4:])), ChildASpace: le.Uint64(body[8:])}, nil
 	case recorderEventTypeEV_EXEC:
-		return decodeExec(h, body)
+		return decodeExec(h, flags, body)
 	case recorderEventTypeEV_EXIT:
 		if err := need(body, 8, "exit"); err != nil {
 			return nil, err
@@ -273,7 +276,7 @@ func decodeMap(h Header, flags uint32, body []byte) (*Map, error) {
 	return m, nil
 }
 
-func decodeExec(h Header, body []byte) (*Exec, error) {
+func decodeExec(h Header, flags uint32, body []byte) (*Exec, error) {
 	const fixed = 8
 	if err := need(body, fixed, "exec"); err != nil {
 		return nil, err
@@ -282,5 +285,5 @@ func decodeExec(h Header, body []byte) (*Exec, error) {
 	if err := need(body, fixed+n, "exec"); err != nil {
 		return nil, err
 	}
-	return &Exec{Header: h, OldTID: int(le.Uint32(body)), Filename: string(body[fixed : fixed+n])}, nil
+	return &Exec{Header: h, OldTID: int(le.Uint32(body)), Filename: string(body[fixed : fixed+n]), PathCut: flags != 0}, nil
 }

@@ -27,10 +27,13 @@ typedef struct {
 	void *vdso;
 } __attribute__((preserve_access_index)) mm_context_t;
 
+struct file;
+
 struct mm_struct {
 	mm_context_t context;
 	unsigned long brk;
 	unsigned long start_stack;
+	struct file *exe_file;
 } __attribute__((preserve_access_index));
 
 struct thread_info {
@@ -89,10 +92,6 @@ struct vm_area_struct {
 	unsigned long vm_flags;
 	unsigned long vm_pgoff;
 	struct file *vm_file;
-} __attribute__((preserve_access_index));
-
-struct linux_binprm {
-	const char *filename;
 } __attribute__((preserve_access_index));
 
 struct bpf_iter_task_vma {
@@ -441,24 +440,33 @@ static long path_step(__u32 i, struct path_walk *w)
 	return 0;
 }
 
-// file_path writes the path of f, from the root of the mount namespace,
-// into the scratch area's map event: the kernel's d_path is not available
-// to tracepoints. Components are copied backwards into tmp, then forwards
-// into the event. A path the walk could not finish is marked cut.
-static __always_inline void file_path(struct file *f, struct scratch *s, __u32 user)
+// walk_path writes the path of f, from the root of the mount namespace,
+// backwards into the scratch area's tmp: the kernel's d_path is not
+// available to tracepoints. It returns where in tmp the path begins, and
+// says in *done whether the walk finished (a path it could not finish is
+// cut short).
+static __always_inline __u64 walk_path(struct file *f, __u32 user, __u32 *done)
 {
 	struct path_walk w = {.pos = PATH_BUF, .user = user};
 	w.d = BPF_CORE_READ(f, f_path.dentry);
 	w.vfsmnt = BPF_CORE_READ(f, f_path.mnt);
 	w.mnt = (void *)w.vfsmnt - bpf_core_field_offset(struct mount, mnt);
 	bpf_loop(MAX_PATH_STEPS, path_step, &w, 0);
+	*done = w.done;
 	__u64 pos = w.pos;
-	if (pos > PATH_BUF)
-		pos = PATH_BUF;
+	return pos > PATH_BUF ? PATH_BUF : pos;
+}
+
+// file_path writes the path of f into the scratch area's map event,
+// forwards.
+static __always_inline void file_path(struct file *f, struct scratch *s, __u32 user)
+{
+	__u32 done;
+	__u64 pos = walk_path(f, user, &done);
 	__u64 plen = PATH_BUF - pos;
 	bpf_probe_read_kernel(s->map.path, plen, &s->tmp[pos & (PATH_BUF - 1)]);
 	s->map.path_len = plen;
-	if (!w.done)
+	if (!done)
 		s->map.h.flags = 1;
 }
 
@@ -956,7 +964,6 @@ int on_exec(__u64 *ctx)
 {
 	struct task_struct *p = (void *)ctx[0];
 	__u32 old = ctx[1];
-	struct linux_binprm *bprm = (void *)ctx[2];
 	if (!bpf_map_lookup_elem(&tasks, &old))
 		return 0;
 	__u32 tid = p->pid;
@@ -973,8 +980,17 @@ int on_exec(__u64 *ctx)
 	struct exec_event *ev = &s->exec;
 	header(&ev->h, EV_EXEC, p, p->mm->context.ctx_id, 0);
 	ev->old_tid = old;
-	long n = bpf_probe_read_kernel_str(ev->filename, sizeof(ev->filename), BPF_CORE_READ(bprm, filename));
-	ev->filename_len = n > 0 ? n - 1 : 0;
+	// The program the image runs: the file the new address space
+	// executes, by its path from the root (the ELF file; for a #! script,
+	// the interpreter the kernel started), not the name the caller passed,
+	// which may be relative to its working directory or a script.
+	__u32 done;
+	__u64 pos = walk_path(BPF_CORE_READ(p, mm, exe_file), SCRATCH_EXEC, &done);
+	__u64 plen = PATH_BUF - pos;
+	bpf_probe_read_kernel(ev->filename, plen, &s->tmp[pos & (PATH_BUF - 1)]);
+	ev->filename_len = plen;
+	if (!done)
+		ev->h.flags = 1;
 	__u64 size = sizeof(*ev) - PATH_BUF + (__u64)ev->filename_len;
 	if (size > sizeof(*ev))
 		size = sizeof(*ev);
