@@ -102,7 +102,9 @@ func (s *supervisor) logDenial(n *notify.Notification, owner string, act policy.
 	if s.mode == enforce.Audit {
 		d.Action = "audit"
 	}
-	if s.first == nil {
+	// Workers answer calls in parallel, and count them once answered:
+	// the first is the first received.
+	if s.first == nil || d.Time.Before(s.first.Time) {
 		s.first = &d
 	}
 	s.log.Write(d)

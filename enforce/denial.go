@@ -34,8 +34,12 @@ type Denial struct {
 // NewDenial describes the notified call n, stopped with act.
 func NewDenial(n *notify.Notification, owner string, act policy.Action) Denial {
 	abi, name := names(n.Data.Arch, n.Data.Nr)
+	at := n.Received
+	if at.IsZero() {
+		at = time.Now()
+	}
 	return Denial{
-		Time: time.Now().UTC(), Pid: n.Pid, ABI: abi, Syscall: name, Nr: n.Data.Nr,
+		Time: at.UTC(), Pid: n.Pid, ABI: abi, Syscall: name, Nr: n.Data.Nr,
 		Args: n.Data.Args, IP: n.Data.IP, Compartment: owner, Action: act.String(),
 	}
 }

@@ -29,6 +29,9 @@ type spec struct {
 	// supervised mechanism's, which cell.Run starts), instead of the
 	// fields above.
 	run func(context.Context, request) (Sample, error)
+	// needs returns nil where what the mechanism needs is there, else an
+	// error wrapping ErrUnavailable.
+	needs func() error
 }
 
 var specs = map[Mechanism]spec{
@@ -67,6 +70,7 @@ var specs = map[Mechanism]spec{
 	Supervised: {
 		description: "syscell's per-library supervisor, getpid from libc's code (cached call chain)",
 		run:         measureSupervised,
+		needs:       auditLibrary,
 		slow:        true,
 	},
 }
@@ -92,6 +96,11 @@ func (s spec) observed() bool { return s.tracer != nil || s.observe != nil || s.
 // available returns nil, or an error wrapping ErrUnavailable that says why
 // the mechanism cannot run here.
 func (s spec) available() error {
+	if s.needs != nil {
+		if err := s.needs(); err != nil {
+			return err
+		}
+	}
 	if s.filter != nil {
 		if err := s.filter.available(); err != nil {
 			return unavailable(err, filter.ErrNotSupported)

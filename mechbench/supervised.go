@@ -69,6 +69,19 @@ func measureSupervised(ctx context.Context, req request) (Sample, error) {
 	return sample, nil
 }
 
+// auditLibrary checks that syscell's audit library is where cell.Run
+// looks for it.
+func auditLibrary() error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(cell.LibraryPath(exe)); err != nil {
+		return fmt.Errorf("%w: the audit library (make build puts it next to syscell): %w", ErrUnavailable, err)
+	}
+	return nil
+}
+
 // supervisedPolicy lets exe's compartment make every call, and another
 // compartment, matching no object, every call but getpid.
 func supervisedPolicy(exe string) *policy.Policy {
