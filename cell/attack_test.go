@@ -1,0 +1,172 @@
+package cell_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/syscell/syscell/cell"
+	"github.com/syscell/syscell/enforce"
+)
+
+// The attack fixtures: evil, which runs one attack of libevil.so's on
+// libgood.so's rights (testdata/evil.c, libevil.c), and slowstart, an
+// image whose loading waits for a signal (libslow.c).
+const (
+	evilName    = "evil"
+	evilPolicy  = "evil.toml"
+	goodPlug    = "libgoodplug.so"
+	slowStart   = "slowstart"
+	libgoodSlot = "2" // libgood.so's place in evil.toml
+)
+
+// evilBuilds compiles the attack fixtures into the fixtures' directory,
+// once per test binary.
+var evilBuilds = sync.OnceValues(func() (string, error) {
+	dir, err := builds()
+	if err != nil {
+		return dir, err
+	}
+	for _, lib := range []string{"libevil", "libgood", "libgoodplug", "libslow"} {
+		if err := gcc("-shared", "-fPIC", "-o", filepath.Join(dir, lib+".so"), "testdata/"+lib+".c"); err != nil {
+			return dir, err
+		}
+	}
+	if err := gcc("-o", filepath.Join(dir, slowStart), "testdata/slowstart.c",
+		"-L"+dir, "-lslow", "-Wl,-z,now", "-Wl,-rpath,"+dir); err != nil {
+		return dir, err
+	}
+	return dir, gcc("-o", filepath.Join(dir, evilName), "testdata/evil.c",
+		"-L"+dir, "-levil", "-lgood", "-ldl", "-Wl,-rpath,"+dir)
+})
+
+// evilFixtures returns the fixtures' directory with the attack fixtures
+// built, or skips as fixtures does.
+func evilFixtures(t testing.TB) string {
+	t.Helper()
+	dir := fixtures(t)
+	if _, err := evilBuilds(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// attack is one attack and what must come of it.
+type attack struct {
+	name string
+	// mode and args are evil's, after the scratch directory.
+	mode string
+	args func(fixtures, scratch string) []string
+	// policy is the policy of testdata, evilPolicy if empty.
+	policy string
+	opt    cell.Options
+	// want are lines evil must print, by WHAT.
+	want map[string]string
+	// made are the directories (and files) the attack makes in the
+	// scratch directory: none, where the attack is stopped.
+	made []string
+	// denied are calls the supervisor must have denied, "OWNER SYSCALL".
+	denied []string
+}
+
+// runAttack runs evil in a.mode and checks what it printed, what it
+// made and what the supervisor denied.
+func runAttack(t *testing.T, a attack) (map[string]string, *cell.Result) {
+	t.Helper()
+	dir := evilFixtures(t)
+	scratch := t.TempDir()
+	args := []string{evilName, a.mode, scratch}
+	if a.args != nil {
+		args = append(args, a.args(dir, scratch)...)
+	}
+	pol := a.policy
+	if pol == "" {
+		pol = evilPolicy
+	}
+	var out, errOut bytes.Buffer
+	cmd := enforce.Command{Path: filepath.Join(dir, evilName), Args: args, Stdout: &out, Stderr: &errOut}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	opt := a.opt
+	opt.Library = filepath.Join(dir, auditLib)
+	res, err := cell.Run(ctx, loadPolicy(t, pol), cmd, opt)
+	if err != nil {
+		t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", a.name, err, out.String(), errOut.String())
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		what, rest, _ := strings.Cut(line, " ")
+		got[what] = rest
+	}
+	t.Logf("%s: exit %d %v\nstdout:\n%s\nstderr:\n%s\ndenied: %+v\nsupervised: %+v",
+		a.name, res.ExitCode, res.Signal, out.String(), errOut.String(), res.Denied, res.Supervised)
+	if res.ExitCode != 0 {
+		t.Errorf("exit %d, signal %v", res.ExitCode, res.Signal)
+	}
+	for what, want := range a.want {
+		if got[what] != want {
+			t.Errorf("%s: %q, want %q", what, got[what], want)
+		}
+	}
+	entries, err := os.ReadDir(scratch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var made []string
+	for _, e := range entries {
+		made = append(made, e.Name())
+	}
+	if !slices.Equal(made, a.made) {
+		t.Errorf("made %v, want %v", made, a.made)
+	}
+	denied := map[string]bool{}
+	for _, d := range res.Denied {
+		denied[d.Owner+" "+d.Syscall] = true
+	}
+	for _, want := range a.denied {
+		if !denied[want] {
+			t.Errorf("denied %+v, want %q among them", res.Denied, want)
+		}
+	}
+	return got, res
+}
+
+// TestForgedStartUp: a stack that begins at the loader's or libc's entry
+// point is how a starting image's loader calls look to the unwinder, and
+// start-up calls belong to no compartment. libevil.so forges one and
+// calls libc's mkdir and execve: outside a real start-up (an exec the
+// supervisor let run, until its image is loaded, in that process) the
+// call is denied, and nothing is made. While another process's image is
+// starting, the forged call is still this process's and denied; and the
+// code that image's loader runs (an IFUNC resolver) may make only the
+// calls a loader makes.
+func TestForgedStartUp(t *testing.T) {
+	for _, a := range []attack{
+		{name: "loader", mode: "forged-loader", denied: []string{"[start-up] mkdir"}},
+		{name: "libc", mode: "forged-libc", denied: []string{"[start-up] mkdir"}},
+		{name: "exec", mode: "forged-exec", denied: []string{"[start-up] execve"}},
+		{name: "during-exec", mode: "forged-during-exec",
+			args:   func(dir, _ string) []string { return []string{filepath.Join(dir, slowStart)} },
+			want:   map[string]string{"slow-mkdir": "-1 EPERM", "slowstart": "exited 0"},
+			denied: []string{"[start-up] mkdir"}},
+	} {
+		t.Run(a.name, func(t *testing.T) { runAttack(t, a) })
+	}
+}
+
+// ownerOf says who the supervisor found made a denied call.
+func ownerOf(res *cell.Result, syscall string) string {
+	for _, d := range res.Denied {
+		if d.Syscall == syscall {
+			return d.Owner
+		}
+	}
+	return fmt.Sprintf("no denied %s", syscall)
+}
