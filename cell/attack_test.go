@@ -170,3 +170,53 @@ func ownerOf(res *cell.Result, syscall string) string {
 	}
 	return fmt.Sprintf("no denied %s", syscall)
 }
+
+// TestSealedCode: libevil.so may call mprotect and mmap, but every
+// object's code is sealed once the loader has loaded it (mseal): it can
+// neither make libgood.so's code writable nor map memory over it, nor
+// that of a library loaded later by dlopen, nor, in an image an exec
+// started, the range where libgood.so's code lay in the first image,
+// which the filter still gives libgood.so's rights. Were any of these
+// allowed, libevil.so would write a mkdir there and call it.
+func TestSealedCode(t *testing.T) {
+	sealed := map[string]string{"-mprotect": "-1 EPERM", "-mmap": "-1 EPERM"}
+	want := func(what string) map[string]string {
+		out := map[string]string{}
+		for k, v := range sealed {
+			out[what+k] = v
+		}
+		return out
+	}
+	for _, a := range []attack{
+		{name: "loaded", mode: "rewrite", want: want("rewrite")},
+		{name: "dlopen", mode: "rewrite-dlopen", want: want("rewrite-dlopen"),
+			args: func(dir, _ string) []string { return []string{filepath.Join(dir, goodPlug)} }},
+		{name: "exec", mode: "exec", want: want("rewrite-reserved"),
+			args: func(dir, scratch string) []string {
+				return []string{filepath.Join(dir, evilName), "reserved", scratch, libgoodSlot}
+			}},
+	} {
+		t.Run(a.name, func(t *testing.T) { runAttack(t, a) })
+	}
+}
+
+// TestInherentHoles: what deciding by instruction pointer and stack in
+// one address space cannot stop (docs/THREAT-MODEL.md), each asserted
+// as documented so that the document stays true. libevil.so calls
+// libgood.so's exported function (a confused deputy); calls libgood.so's
+// own stub of mkdir; calls libc's mkdir with a return address in
+// libgood.so's code, which the unwinder believes; returns from a signal
+// handler through a frame that sends it to libgood.so's stub with mkdir's
+// registers. Each makes its directory with libgood.so's rights. A forged
+// stack that begins at the program's own entry point makes the call the
+// runtime's, which the policy's [runtime] compartment bounds: mkdir is
+// not among its calls.
+func TestInherentHoles(t *testing.T) {
+	for _, mode := range []string{"deputy", "stub-borrow", "forged-return", "sigreturn"} {
+		a := attack{name: mode, mode: mode, want: map[string]string{mode: "0 -"}, made: []string{mode}}
+		t.Run(mode, func(t *testing.T) { runAttack(t, a) })
+	}
+	t.Run("forged-program", func(t *testing.T) {
+		runAttack(t, attack{name: "forged-program", mode: "forged-program", denied: []string{"[runtime] mkdir"}})
+	})
+}

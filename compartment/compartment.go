@@ -8,6 +8,8 @@ package compartment
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/syscell/syscell/policy"
@@ -55,10 +57,11 @@ type Spec struct {
 var Supervise = policy.Action{Kind: policy.UserNotify}
 
 // NewSpec resolves p's compartments for x86_64 and checks that the layout
-// names only compartments p has.
+// names only compartments p has. Sealing is allowed whatever p says
+// (withSealing).
 func NewSpec(p *policy.Policy, l Layout) (*Spec, error) {
 	r := p.Resolve([]syscalls.Arch{syscalls.X86_64})
-	s := &Spec{Union: r.Tables[0], Allowed: map[string]map[uint32]bool{}, Layout: l, BadArch: p.BadArch}
+	s := &Spec{Union: withSealing(r.Tables[0]), Allowed: map[string]map[uint32]bool{}, Layout: l, BadArch: p.BadArch}
 	for _, c := range p.Compartments {
 		set := map[uint32]bool{}
 		for _, name := range c.Syscalls {
@@ -95,10 +98,33 @@ func NewSpec(p *policy.Policy, l Layout) (*Spec, error) {
 // calls exit, glibc's _exit falls through to a fault if they fail.
 var machinery = []string{"rt_sigreturn", "restart_syscall", "futex", "exit", "exit_group"}
 
+// sealing is mseal: it takes away what any code may do to a mapping
+// (mprotect, mmap over it, munmap), and the audit library seals with it
+// the code of every object the loader maps, under the filter for a
+// library loaded by dlopen; so every compartment may make it, whatever
+// the policy says. Code that seals memory only takes rights away from
+// the process, as exit does.
+const sealing = "mseal"
+
+// withSealing returns t with sealing allowed.
+func withSealing(t *policy.Table) *policy.Table {
+	nr, ok := syscalls.Lookup(syscalls.X86_64, sealing)
+	if !ok {
+		return t
+	}
+	out := *t
+	out.Syscalls = maps.Clone(t.Syscalls)
+	if out.Syscalls == nil {
+		out.Syscalls = map[uint32][]policy.Branch{}
+	}
+	out.Syscalls[nr] = []policy.Branch{{Action: policy.ActAllow}}
+	return &out
+}
+
 // allowMachinery lets every compartment make the machinery calls the
-// union allows.
+// union allows, and seal memory.
 func (s *Spec) allowMachinery() {
-	for _, name := range machinery {
+	for _, name := range slices.Concat(machinery, []string{sealing}) {
 		nr, ok := syscalls.Lookup(syscalls.X86_64, name)
 		if !ok || s.Union.Verdict(nr, [policy.MaxArgs]uint64{}) != policy.ActAllow {
 			continue

@@ -37,7 +37,7 @@ func TestVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 	getpid, mkdir, write, mount := uint32(39), uint32(83), uint32(1), uint32(165)
-	sigreturn, futex, restart := uint32(15), uint32(202), uint32(219)
+	sigreturn, futex, restart, mseal := uint32(15), uint32(202), uint32(219), uint32(462)
 	for _, tc := range []struct {
 		name string
 		nr   uint32
@@ -57,6 +57,9 @@ func TestVerdict(t *testing.T) {
 		{"rt_sigreturn from inside libc", sigreturn, 0x7ff0_0000_0100, policy.ActAllow},
 		{"futex from a library's own code", futex, 0x5555_0000_1800, policy.ActAllow},
 		{"restart_syscall, which the union denies", restart, 0x7ff0_0000_0100, policy.ActEPERM},
+		// Sealing only takes rights away: the policy need not name it.
+		{"mseal from a library's stub", mseal, 0x7f00_0000_1010, policy.ActAllow},
+		{"mseal from unknown code", mseal, 0x1234_0000, policy.ActAllow},
 	} {
 		if got := s.Verdict(syscalls.AuditArchX86_64, tc.nr, tc.ip, [6]uint64{}); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
