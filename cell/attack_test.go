@@ -200,6 +200,20 @@ func TestSealedCode(t *testing.T) {
 	}
 }
 
+// TestIdentityByLoad: code is a compartment's only at the addresses the
+// loader mapped for it, in pages never written since. libevil.so maps a
+// private copy of libgood.so's file, writes a mkdir into it and calls
+// it: the copy is anonymous code to the supervisor, as is a copy sealed
+// after it was written, and one mapped unwritten, seen by the
+// supervisor, and written after.
+func TestIdentityByLoad(t *testing.T) {
+	for _, mode := range []string{"copy", "copy-sealed", "copy-late"} {
+		a := attack{name: mode, mode: mode, want: map[string]string{mode: "-1 EPERM"},
+			denied: []string{"[anon-exec] mkdir"}}
+		t.Run(mode, func(t *testing.T) { runAttack(t, a) })
+	}
+}
+
 // TestInherentHoles: what deciding by instruction pointer and stack in
 // one address space cannot stop (docs/THREAT-MODEL.md), each asserted
 // as documented so that the document stays true. libevil.so calls

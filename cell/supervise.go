@@ -42,6 +42,10 @@ type supervisor struct {
 	// mode is what happens to the calls the policy stops.
 	mode enforce.Mode
 
+	// sealed says that the audit library seals the code the loader maps
+	// (identity.go).
+	sealed bool
+
 	mu      sync.Mutex
 	threads map[int]*thread
 	procs   map[int]*process
