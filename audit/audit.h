@@ -21,7 +21,7 @@
 #define EXPORT __attribute__((visibility("default")))
 
 /* Protocol version, checked by the launcher. */
-#define PROTOCOL_VERSION 1
+#define PROTOCOL_VERSION 2
 /* The environment variable naming the socket to the launcher. */
 #define CHANNEL_ENV "SYSCELL_CELL_FD"
 /* The highest system call number a stub set can name. */
@@ -98,6 +98,8 @@ void object_auditor_code(void (*fn)(struct range));
 /* stubs.c: wrappers and their stubs. */
 size_t stub_block_size(void);
 const void *stub_block(void);
+/* The offset in the block of its table of sites (stubs.S). */
+size_t stub_sites(void);
 void stubs_init(void);
 /* The offset of name's stub in the block, or -1 when it has none or its
    system call does not depend on the caller. */

@@ -2,11 +2,13 @@
  * The objects the loader opened before the program starts, and the layout
  * the launcher compiles the filter for: each compartment object's
  * executable ranges (its own syscall instructions decide by the filter),
- * and the system runtime's, whose calls go to the supervisor.
+ * the system runtime's, whose calls go to the supervisor, and where each
+ * slot's syscall instructions lie (stubs.S).
  *
  *	object SLOT RUNTIME DEV INO BUILD-ID|- PATH
  *	text SLOT START END
  *	runtime START END
+ *	sites OFFSET
  *	epoch ADDR
  *	sealed ERRNO
  *	end
@@ -67,6 +69,7 @@ void layout_send(void)
 	/* The loader calls into this library on behalf of whoever loads an
 	   object: its calls, and its libc's, are the runtime's. */
 	object_auditor_code(runtime_range);
+	channel_printf("sites %zx\n", stub_sites());
 	channel_printf("epoch %lx\n", (unsigned long)window_epoch());
 	channel_printf("sealed %d\n", window_seal_errno());
 	channel_printf("inherit %s\n", inherit_text());

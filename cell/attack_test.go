@@ -214,6 +214,16 @@ func TestIdentityByLoad(t *testing.T) {
 	}
 }
 
+// TestPinnedStubs: every slot of the stub window holds every stub, and a
+// stub's syscall instruction may make only the call it was made for.
+// libevil.so jumps to the instruction libgood.so's getpid stub executes,
+// with mkdir's number in rax: mkdir, which libgood.so may make, is
+// denied there.
+func TestPinnedStubs(t *testing.T) {
+	runAttack(t, attack{name: "stub-number", mode: "stub-number", want: map[string]string{"stub-number": "-1 EPERM"},
+		denied: []string{"libgood.so mkdir"}})
+}
+
 // TestInherentHoles: what deciding by instruction pointer and stack in
 // one address space cannot stop (docs/THREAT-MODEL.md), each asserted
 // as documented so that the document stays true. libevil.so calls
