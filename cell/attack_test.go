@@ -244,3 +244,22 @@ func TestInherentHoles(t *testing.T) {
 		runAttack(t, attack{name: "forged-program", mode: "forged-program", denied: []string{"[runtime] mkdir"}})
 	})
 }
+
+// TestExecBounded: an exec never widens what the compartment that makes
+// it may do. libevil.so may execute programs but not make directories;
+// the shell and mkdir have compartments that may, which libgood.so may
+// start them with. libevil.so's sh -c 'mkdir ...' runs bounded by its own
+// calls: the shell may not even start mkdir (vfork, which its own
+// compartment allows and libevil.so's does not), and nothing is made;
+// libgood.so's makes its directory.
+func TestExecBounded(t *testing.T) {
+	shell := func(name string) func(string, string) []string {
+		return func(_, scratch string) []string {
+			return []string{"/bin/sh", "-c", "mkdir " + filepath.Join(scratch, name)}
+		}
+	}
+	runAttack(t, attack{name: "evil", mode: "exec-evil", policy: "evil-exec.toml", args: shell("widened"),
+		want: map[string]string{"exec-evil": "exited 2"}, denied: []string{"/usr/bin/dash vfork"}})
+	runAttack(t, attack{name: "good", mode: "exec-good", policy: "evil-exec.toml", args: shell("granted"),
+		want: map[string]string{"exec-good": "exited 0"}, made: []string{"granted"}})
+}
