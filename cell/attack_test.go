@@ -14,6 +14,7 @@ import (
 
 	"github.com/syscell/syscell/cell"
 	"github.com/syscell/syscell/enforce"
+	"github.com/syscell/syscell/policy"
 )
 
 // The attack fixtures: evil, which runs one attack of libevil.so's on
@@ -64,8 +65,10 @@ type attack struct {
 	// mode and args are evil's, after the scratch directory.
 	mode string
 	args func(fixtures, scratch string) []string
-	// policy is the policy of testdata, evilPolicy if empty.
+	// policy is the policy of testdata, evilPolicy if empty, and edit
+	// changes it.
 	policy string
+	edit   func(*policy.Policy)
 	opt    cell.Options
 	// want are lines evil must print, by WHAT.
 	want map[string]string
@@ -96,7 +99,11 @@ func runAttack(t *testing.T, a attack) (map[string]string, *cell.Result) {
 	defer cancel()
 	opt := a.opt
 	opt.Library = filepath.Join(dir, auditLib)
-	res, err := cell.Run(ctx, loadPolicy(t, pol), cmd, opt)
+	p := loadPolicy(t, pol)
+	if a.edit != nil {
+		a.edit(p)
+	}
+	res, err := cell.Run(ctx, p, cmd, opt)
 	if err != nil {
 		t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", a.name, err, out.String(), errOut.String())
 	}
@@ -262,4 +269,29 @@ func TestExecBounded(t *testing.T) {
 		want: map[string]string{"exec-evil": "exited 2"}, denied: []string{"/usr/bin/dash vfork"}})
 	runAttack(t, attack{name: "good", mode: "exec-good", policy: "evil-exec.toml", args: shell("granted"),
 		want: map[string]string{"exec-good": "exited 0"}, made: []string{"granted"}})
+}
+
+// TestIOURing: an io_uring ring's operations run without a system call
+// that names them, whichever library wrote them into the ring's queue.
+// A ring may be set up only by a compartment that may call
+// io_uring_setup (libgood.so's, not libevil.so's), and only where the
+// policy names the operations rings may make, which are then all its
+// rings can make: libevil.so writes a mkdirat into libgood.so's ring,
+// which libgood.so submits, and the kernel refuses it (EACCES) while
+// libgood.so's nop runs. A ring the kernel would poll on its own, with
+// no call at all, is refused.
+func TestIOURing(t *testing.T) {
+	nop := func(p *policy.Policy) { p.IOURing = []string{"nop", "read", "write"} }
+	for _, a := range []attack{
+		{name: "no operations", mode: "uring", want: map[string]string{"ring-setup": "-1 EPERM"},
+			denied: []string{"libgood.so io_uring_setup"}},
+		{name: "not granted", mode: "uring-setup", edit: nop, want: map[string]string{"evil-uring-setup": "-1 EPERM"},
+			denied: []string{"libevil.so io_uring_setup"}},
+		{name: "restricted", mode: "uring", edit: nop,
+			want: map[string]string{"ring-setup": "0 -", "ring-nop": "0 -", "ring-mkdirat": "-13 EACCES"}},
+		{name: "sqpoll", mode: "uring-sqpoll", edit: nop, want: map[string]string{"ring-sqpoll": "-22 EINVAL"},
+			denied: []string{"libgood.so io_uring_setup"}},
+	} {
+		t.Run(a.name, func(t *testing.T) { runAttack(t, a) })
+	}
 }

@@ -244,7 +244,7 @@ func handshake(ch *channel, p *policy.Policy, cfg config, opt Options, lib strin
 		return nil, nil, err
 	}
 	sup := newSupervisor(l, spec, opt, lib, ids, win, start.Epoch)
-	sup.inherit, sup.execs, sup.sealed = start.Inherit, grantsOf(p), start.Unsealed == 0
+	sup.inherit, sup.execs, sup.sealed, sup.ringOps = start.Inherit, grantsOf(p), start.Unsealed == 0, ringOps(p)
 	return sup, start, nil
 }
 

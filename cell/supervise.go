@@ -12,6 +12,7 @@ import (
 	"github.com/syscell/syscell/attribute"
 	"github.com/syscell/syscell/compartment"
 	"github.com/syscell/syscell/enforce"
+	"github.com/syscell/syscell/iouring"
 	"github.com/syscell/syscell/notify"
 	"github.com/syscell/syscell/policy"
 )
@@ -45,6 +46,8 @@ type supervisor struct {
 	// sealed says that the audit library seals the code the loader maps
 	// (identity.go).
 	sealed bool
+	// ringOps are the operations io_uring rings may make (uring.go).
+	ringOps []iouring.Op
 
 	mu      sync.Mutex
 	threads map[int]*thread
@@ -163,6 +166,12 @@ func (s *supervisor) answer(n *notify.Notification, stack []byte) error {
 			o = s.filterOwner(n, stack)
 		}
 	}
+	var ring *ringSetup
+	if act == policy.ActAllow && isRingSetup(n) {
+		if ring, act, why = s.prepareRing(n); why != nil && o.label == "" {
+			o = s.filterOwner(n, stack)
+		}
+	}
 	// The notification still pending proves that the thread read while
 	// deciding was the caller, not a later thread with its id; a call
 	// withdrawn meanwhile (a signal interrupted it) is neither counted
@@ -182,6 +191,9 @@ func (s *supervisor) answer(n *notify.Notification, stack []byte) error {
 	if act == policy.ActAllow {
 		if isExec(n) {
 			s.execLetRun(n, bound)
+		}
+		if ring != nil {
+			return s.setupRing(n, ring)
 		}
 		return ignoreGone(s.l.Respond(notify.Response{ID: n.ID, Continue: true}))
 	}
