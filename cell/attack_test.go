@@ -295,3 +295,27 @@ func TestIOURing(t *testing.T) {
 		t.Run(a.name, func(t *testing.T) { runAttack(t, a) })
 	}
 }
+
+// TestProcMem: the kernel may let a process write its own code through
+// /proc/PID/mem whatever its protection or seal (cell.ProcMemWrites).
+// With DenyProcMem, libevil.so can open its process's mem file for
+// writing by no name, and makes nothing; without, where the kernel lets
+// such writes through, it rewrites libgood.so's code in place and makes
+// its directory with libgood.so's rights (docs/THREAT-MODEL.md).
+func TestProcMem(t *testing.T) {
+	denied := map[string]string{"procmem-open": "-1 EPERM", "procmem-thread": "-1 EPERM", "procmem-pid": "-1 EPERM",
+		"procmem-reopen": "-1 EPERM"}
+	t.Run("denied", func(t *testing.T) {
+		runAttack(t, attack{name: "denied", mode: "procmem", opt: cell.Options{DenyProcMem: true}, want: denied,
+			denied: []string{"libevil.so openat"}})
+	})
+	t.Run("allowed", func(t *testing.T) {
+		writes, why := cell.ProcMemWrites()
+		a := attack{name: "allowed", mode: "procmem", want: map[string]string{"procmem-open": "0 -"}}
+		if writes {
+			a.want["procmem-call"], a.made = "0 -", []string{"procmem"}
+		}
+		t.Logf("writes through /proc/PID/mem reach sealed code: %t (%s)", writes, why)
+		runAttack(t, a)
+	})
+}

@@ -50,6 +50,10 @@ type Options struct {
 	// Exec is what happens to an exec of a program the policy does not
 	// let its caller start with its own compartments (execs.go).
 	Exec ExecRule
+	// DenyProcMem refuses every open of a process's /proc/PID/mem for
+	// writing, through which the kernel may let code rewrite sealed
+	// code (ProcMemWrites): each open for writing is then supervised.
+	DenyProcMem bool
 }
 
 // Result is how the program ended and what the supervisor saw.
@@ -221,7 +225,11 @@ func handshake(ch *channel, p *policy.Policy, cfg config, opt Options, lib strin
 	spec, err := compartment.NewSpec(p, start.Layout)
 	var prog []bpf.Instruction
 	if err == nil {
-		prog, err = compile.Compartments(kernelSpec(spec, opt.Mode))
+		ks := kernelSpec(spec, opt.Mode)
+		if opt.DenyProcMem {
+			ks.Union = notifyWriteOpens(ks.Union)
+		}
+		prog, err = compile.Compartments(ks)
 	}
 	start.Instructions, start.CompileTime = len(prog), time.Since(compiling)
 	if err != nil {
@@ -245,6 +253,7 @@ func handshake(ch *channel, p *policy.Policy, cfg config, opt Options, lib strin
 	}
 	sup := newSupervisor(l, spec, opt, lib, ids, win, start.Epoch)
 	sup.inherit, sup.execs, sup.sealed, sup.ringOps = start.Inherit, grantsOf(p), start.Unsealed == 0, ringOps(p)
+	sup.denyProcMem = opt.DenyProcMem
 	return sup, start, nil
 }
 

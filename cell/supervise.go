@@ -48,6 +48,8 @@ type supervisor struct {
 	sealed bool
 	// ringOps are the operations io_uring rings may make (uring.go).
 	ringOps []iouring.Op
+	// denyProcMem refuses opens of /proc/PID/mem for writing (procmem.go).
+	denyProcMem bool
 
 	mu      sync.Mutex
 	threads map[int]*thread
@@ -127,6 +129,9 @@ func (s *supervisor) stop() {
 func (s *supervisor) answer(n *notify.Notification, stack []byte) error {
 	if isMark(n) {
 		return s.answerMark(n)
+	}
+	if refused, err := s.refuseProcMem(n, stack); refused {
+		return err
 	}
 	if s.loadingCall(n) {
 		s.mu.Lock()

@@ -399,13 +399,30 @@ long evil_copy(const char *path, int seal, int late)
 	return ((long (*)(const char *, long))(c + off))(path, 0700);
 }
 
-// evil_proc_mem writes mkdir_code over good_getpid through
-// /proc/self/mem, which the kernel may let through the seal on
-// libgood.so's code, and calls it. It reports each step.
+// evil_proc_mem opens this process's mem file for writing by every name
+// it has (/proc/self/mem, /proc/thread-self/mem, /proc/PID/mem, and
+// /proc/self/fd/N after opening it for reading), reporting each open as
+// "procmem-NAME"; through the first that opens, it writes mkdir_code over
+// good_getpid, which the kernel may let through the seal on libgood.so's
+// code, and calls it.
 void evil_proc_mem(const char *path)
 {
-	int fd = open("/proc/self/mem", O_RDWR);
-	printf("procmem-open %d %s\n", fd < 0 ? -errno : 0, fd < 0 ? strerrorname_np(errno) : "-");
+	char pid[32] = "", by_pid[64], by_fd[64];
+	readlink("/proc/self", pid, sizeof pid - 1);
+	snprintf(by_pid, sizeof by_pid, "/proc/%s/mem", pid);
+	int ro = open("/proc/self/mem", O_RDONLY);
+	snprintf(by_fd, sizeof by_fd, "/proc/self/fd/%d", ro);
+	const char *names[][2] = {{"open", "/proc/self/mem"}, {"thread", "/proc/thread-self/mem"},
+				  {"pid", by_pid}, {"reopen", by_fd}};
+	int fd = -1;
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+		int f = open(names[i][1], O_RDWR);
+		printf("procmem-%s %d %s\n", names[i][0], f < 0 ? -errno : 0, f < 0 ? strerrorname_np(errno) : "-");
+		if (fd < 0)
+			fd = f;
+		else if (f >= 0)
+			close(f);
+	}
 	if (fd >= 0) {
 		ssize_t n = pwrite(fd, mkdir_code, sizeof mkdir_code, (off_t)lib_symbol("good_getpid"));
 		printf("procmem-write %zd %s\n", n < 0 ? -errno : n, n < 0 ? strerrorname_np(errno) : "-");
