@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,10 +95,7 @@ var openCalls = map[uint32]struct{ dir, path, flags int }{
 // notified.
 func notifyWriteOpens(t *policy.Table) *policy.Table {
 	out := *t
-	out.Syscalls = make(map[uint32][]policy.Branch, len(t.Syscalls))
-	for nr, bs := range t.Syscalls {
-		out.Syscalls[nr] = bs
-	}
+	out.Syscalls = maps.Clone(t.Syscalls)
 	notified := policy.Action{Kind: policy.UserNotify}
 	for nr, c := range openCalls {
 		if !mayRun(t, nr) {

@@ -3,6 +3,7 @@ package cell
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -56,10 +57,7 @@ func ringOps(p *policy.Policy) []iouring.Op {
 // notifyRingSetup returns a copy of t that notifies every io_uring_setup.
 func notifyRingSetup(t *policy.Table) *policy.Table {
 	out := *t
-	out.Syscalls = make(map[uint32][]policy.Branch, len(t.Syscalls)+1)
-	for nr, bs := range t.Syscalls {
-		out.Syscalls[nr] = bs
-	}
+	out.Syscalls = maps.Clone(t.Syscalls)
 	out.Syscalls[unix.SYS_IO_URING_SETUP] = []policy.Branch{{Action: policy.Action{Kind: policy.UserNotify}}}
 	return &out
 }
