@@ -3,7 +3,6 @@ package cell_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -168,18 +167,8 @@ func TestForgedStartUp(t *testing.T) {
 	}
 }
 
-// ownerOf says who the supervisor found made a denied call.
-func ownerOf(res *cell.Result, syscall string) string {
-	for _, d := range res.Denied {
-		if d.Syscall == syscall {
-			return d.Owner
-		}
-	}
-	return fmt.Sprintf("no denied %s", syscall)
-}
-
 // TestSealedCode: libevil.so may call mprotect and mmap, but every
-// object's code is sealed once the loader has loaded it (mseal): it can
+// object's code is sealed as the loader maps it (mseal): it can
 // neither make libgood.so's code writable nor map memory over it, nor
 // that of a library loaded later by dlopen, nor, in an image an exec
 // started, the range where libgood.so's code lay in the first image,
