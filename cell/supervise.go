@@ -3,6 +3,7 @@ package cell
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"syscall"
@@ -289,9 +290,12 @@ func (s *supervisor) kill(n *notify.Notification) error {
 	return nil
 }
 
-// ignoreGone drops the error of a notification whose thread is gone.
+// ignoreGone drops the error of a notification whose thread is gone, or
+// that a worker was still deciding when the program ended and stop
+// closed the listener (its call was withdrawn, by a signal or the
+// tracer, and the program went on to exit): nobody waits for it.
 func ignoreGone(err error) error {
-	if errors.Is(err, notify.ErrNotPending) {
+	if errors.Is(err, notify.ErrNotPending) || errors.Is(err, os.ErrClosed) {
 		return nil
 	}
 	return err
