@@ -23,11 +23,12 @@ import (
 // it. So a ring may be set up only by a compartment the policy lets call
 // io_uring_setup, and only where the policy names the operations rings
 // may make (policy.IOURing), which are then all a ring can make,
-// whichever library writes its queue. Every io_uring_setup is notified;
-// the supervisor sets up the ring itself, restricted to those
-// operations (IORING_REGISTER_RESTRICTIONS, which a ring takes only
-// before it is enabled, so that no code of the program ever holds the
-// ring unrestricted), and hands it to the caller as the call's result.
+// whichever library writes its queue. Every io_uring_setup the rules
+// may allow is notified; the supervisor sets up the ring itself,
+// restricted to those operations (IORING_REGISTER_RESTRICTIONS, which a
+// ring takes only before it is enabled, so that no code of the program
+// ever holds the ring unrestricted), and hands it to the caller as the
+// call's result.
 // A ring's operations run in the process that submits them, the
 // program. Flags that would tie the ring to the supervisor (a kernel
 // polling thread, a single issuer) are refused with EINVAL, as a kernel
@@ -54,8 +55,12 @@ func ringOps(p *policy.Policy) []iouring.Op {
 	return ops
 }
 
-// notifyRingSetup returns a copy of t that notifies every io_uring_setup.
+// notifyRingSetup returns a copy of t that notifies every io_uring_setup
+// t may let run; one it denies stays the kernel's to deny.
 func notifyRingSetup(t *policy.Table) *policy.Table {
+	if !mayRun(t, unix.SYS_IO_URING_SETUP) {
+		return t
+	}
 	out := *t
 	out.Syscalls = maps.Clone(t.Syscalls)
 	out.Syscalls[unix.SYS_IO_URING_SETUP] = []policy.Branch{{Action: policy.Action{Kind: policy.UserNotify}}}
