@@ -21,7 +21,7 @@
 #define EXPORT __attribute__((visibility("default")))
 
 /* Protocol version, checked by the launcher. */
-#define PROTOCOL_VERSION 1
+#define PROTOCOL_VERSION 2
 /* The environment variable naming the socket to the launcher. */
 #define CHANNEL_ENV "SYSCELL_CELL_FD"
 /* The highest system call number a stub set can name. */
@@ -89,11 +89,17 @@ struct object {
 	struct range text[MAX_TEXT];
 	unsigned ntext;
 };
+/* Identifies the object the loader has just mapped, and seals its code. */
 struct object *object_identify(struct link_map *map, Lmid_t lmid, bool stat_file);
+/* Calls fn with each range of code of this library's own namespace (the
+   library, its libc and the loader), which la_objopen never sees. */
+void object_auditor_code(void (*fn)(struct range));
 
 /* stubs.c: wrappers and their stubs. */
 size_t stub_block_size(void);
 const void *stub_block(void);
+/* The offset in the block of its table of sites (stubs.S). */
+size_t stub_sites(void);
 void stubs_init(void);
 /* The offset of name's stub in the block, or -1 when it has none or its
    system call does not depend on the caller. */
@@ -106,9 +112,10 @@ uintptr_t window_slot(unsigned slot);
 void window_program(struct link_map *executable);
 void window_finish(void);
 int window_seal_errno(void);
-/* Seals r as the window was: where mseal works, the runtime's code can no
-   more be remapped than the stubs. */
-void window_seal_like(struct range r);
+/* Seals r (mseal): its protection can no more be changed, nor memory
+   mapped over it, nor r unmapped. Where the kernel cannot seal, nothing
+   is sealed from then on, and window_seal_errno says why. */
+void window_seal(struct range r);
 uintptr_t window_epoch(void);
 /* The loader starts (done false) or ends (done true) changing the objects. */
 void window_epoch_change(bool done);

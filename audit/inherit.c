@@ -74,18 +74,23 @@ void inherit_publish(void)
 	memcpy(value, text, len);
 }
 
-/* reserve maps nothing-to-see-here memory over the free pages of r. */
+/* reserve maps nothing-to-see-here memory over the free pages of r, and
+   seals it: code that may call mprotect or mmap could otherwise put its
+   own code where the filter gives a compartment's rights. */
 static void reserve(struct range r)
 {
 	int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE;
-	if (mmap((void *)r.start, r.end - r.start, PROT_NONE, flags, -1, 0) != MAP_FAILED)
+	if (mmap((void *)r.start, r.end - r.start, PROT_NONE, flags, -1, 0) != MAP_FAILED) {
+		window_seal(r);
 		return;
+	}
 	if (errno != EEXIST)
 		die("reserve %#lx-%#lx: %s", (unsigned long)r.start, (unsigned long)r.end, strerror(errno));
 	/* Partly taken: by the executable or the loader, which
 	   inherit_check looks at, or by memory that holds no code. */
 	for (uintptr_t p = r.start; p < r.end; p += PAGE)
-		mmap((void *)p, PAGE, PROT_NONE, flags, -1, 0);
+		if (mmap((void *)p, PAGE, PROT_NONE, flags, -1, 0) != MAP_FAILED)
+			window_seal((struct range){p, p + PAGE});
 }
 
 void inherit_apply(void)

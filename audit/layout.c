@@ -2,11 +2,13 @@
  * The objects the loader opened before the program starts, and the layout
  * the launcher compiles the filter for: each compartment object's
  * executable ranges (its own syscall instructions decide by the filter),
- * and the system runtime's, whose calls go to the supervisor.
+ * the system runtime's, whose calls go to the supervisor, and where each
+ * slot's syscall instructions lie (stubs.S).
  *
  *	object SLOT RUNTIME DEV INO BUILD-ID|- PATH
  *	text SLOT START END
  *	runtime START END
+ *	sites OFFSET
  *	epoch ADDR
  *	sealed ERRNO
  *	end
@@ -30,8 +32,7 @@ void layout_add(struct object *o)
 	objects[nobjects++] = o;
 }
 
-/* runtime_range reports and seals r once: the loader is in every
-   namespace. */
+/* runtime_range reports r once: the loader is in every namespace. */
 static void runtime_range(struct range r)
 {
 	for (unsigned i = 0; i < nruntime; i++)
@@ -40,25 +41,7 @@ static void runtime_range(struct range r)
 	if (nruntime == MAX_RUNTIME)
 		die("more than %d runtime ranges", MAX_RUNTIME);
 	runtime[nruntime++] = r;
-	window_seal_like(r);
 	channel_printf("runtime %lx %lx\n", (unsigned long)r.start, (unsigned long)r.end);
-}
-
-/* auditor_range reports the code of this library and of its own libc:
-   the loader calls into it on behalf of whoever loads an object, so its
-   calls are the runtime's. */
-static int auditor_range(struct dl_phdr_info *info, size_t size, void *data)
-{
-	(void)size;
-	(void)data;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
-			continue;
-		uintptr_t start = info->dlpi_addr + ph->p_vaddr;
-		runtime_range((struct range){start & ~4095UL, (start + ph->p_memsz + 4095) & ~4095UL});
-	}
-	return 0;
 }
 
 /* text_range reports a compartment's own code, to the launcher and to
@@ -83,7 +66,10 @@ void layout_send(void)
 				text_range(o->slot, o->text[t]);
 		}
 	}
-	dl_iterate_phdr(auditor_range, NULL);
+	/* The loader calls into this library on behalf of whoever loads an
+	   object: its calls, and its libc's, are the runtime's. */
+	object_auditor_code(runtime_range);
+	channel_printf("sites %zx\n", stub_sites());
 	channel_printf("epoch %lx\n", (unsigned long)window_epoch());
 	channel_printf("sealed %d\n", window_seal_errno());
 	channel_printf("inherit %s\n", inherit_text());

@@ -3,6 +3,15 @@
  * GNU build-id, soname and executable ranges, all read from its program
  * headers in memory, and which compartment it belongs to. The rule is
  * package cell's (identity.go), applied there to what the supervisor sees.
+ *
+ * Every object's code is sealed as soon as the loader has mapped it, when
+ * it reports the object (la_objopen), before it relocates it and before
+ * any of its code runs: no code, whatever its compartment may call, can
+ * then make it writable, map memory over it or unmap it; and the
+ * supervisor takes for an object's code only sealed, unwritten mappings
+ * of its file (cell's identity.go). An object whose code the loader must
+ * write to relocate it (text relocations, which x86_64 objects have only
+ * when built without -fPIC) fails to load.
  */
 #include <dlfcn.h>
 #include <elf.h>
@@ -120,6 +129,19 @@ static bool is_vdso(const ElfW(Phdr) *ph)
 	return vdso != 0 && (uintptr_t)ph >= vdso && (uintptr_t)ph < vdso + PAGE;
 }
 
+/* seal_code seals o's code and, the first time, that of this library's
+   namespace, which the loader has loaded before it reports any object. */
+static void seal_code(const struct object *o)
+{
+	static bool auditor;
+	if (!auditor) {
+		object_auditor_code(window_seal);
+		auditor = true;
+	}
+	for (unsigned t = 0; t < o->ntext; t++)
+		window_seal(o->text[t]);
+}
+
 struct object *object_identify(struct link_map *map, Lmid_t lmid, bool stat_file)
 {
 	static struct object objects[MAX_OBJECTS];
@@ -140,7 +162,9 @@ struct object *object_identify(struct link_map *map, Lmid_t lmid, bool stat_file
 		const char *at = (const char *)(map->l_addr + ph[i].p_vaddr);
 		switch (ph[i].p_type) {
 		case PT_LOAD:
-			if ((ph[i].p_flags & PF_X) && o->ntext < MAX_TEXT) {
+			if (ph[i].p_flags & PF_X) {
+				if (o->ntext == MAX_TEXT)
+					die("%s has more than %d executable segments", o->path, MAX_TEXT);
 				o->text[o->ntext].start = (uintptr_t)at & ~(PAGE - 1);
 				o->text[o->ntext].end = align_up((uintptr_t)at + ph[i].p_memsz, PAGE);
 				o->ntext++;
@@ -160,9 +184,30 @@ struct object *object_identify(struct link_map *map, Lmid_t lmid, bool stat_file
 		o->dev = st.st_dev;
 		o->ino = st.st_ino;
 	}
+	seal_code(o);
 	o->runtime = vdso || is_runtime(so) || is_runtime(base_name(o->path));
 	o->wrappers = lmid == LM_ID_BASE && strcmp(so, "libc.so.6") == 0;
 	if (!o->runtime)
 		o->slot = compartment_of(o, so);
 	return o;
+}
+
+static int auditor_code(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	void (*fn)(struct range) = *(void (**)(struct range))data;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+		fn((struct range){start & ~(PAGE - 1), align_up(start + ph->p_memsz, PAGE)});
+	}
+	return 0;
+}
+
+void object_auditor_code(void (*fn)(struct range))
+{
+	/* dl_iterate_phdr lists its caller's namespace: this library's. */
+	dl_iterate_phdr(auditor_code, &fn);
 }

@@ -1,10 +1,18 @@
 /*
  * The stub block: one function per wrapper of wrappers.def, each making
- * its system call itself, so that the kernel sees an instruction pointer
- * inside the block. The block is copied into every slot of the stub window
- * and must therefore be position-independent and self-contained: it
- * refers to nothing outside itself except through the pointers at its
- * start (stubs.h), which each copy gets filled in.
+ * its system call inside the block, so that the kernel sees an
+ * instruction pointer there. The block is copied into every slot of the
+ * stub window and must therefore be position-independent and
+ * self-contained: it refers to nothing outside itself except through the
+ * pointers at its start (stubs.h), which each copy gets filled in.
+ *
+ * Each system call has one syscall instruction in the block, in the table
+ * of sites at its end: site nr, at SITES + nr * SITE_STRIDE, is
+ * "syscall; ret", and every stub that makes call nr calls site nr (or
+ * jumps to it, where nothing follows the call). The filter allows call
+ * nr from a slot only at site nr (package compartment), so a stub
+ * borrowed by a jump past its "mov $nr, %eax" can make no other call than
+ * its own, as OpenBSD's pinsyscalls pins each call site to its number.
  */
 #include <asm/unistd_64.h>
 #include "stubs.h"
@@ -44,7 +52,7 @@ syscell_stub_block:
 	je 2f
 	.endif
 	mov $\nr, %eax
-	syscall
+	call .Lsites + \nr * SITE_STRIDE
 	cmp $-4095, %rax
 	jae .Lfail
 	ret
@@ -66,7 +74,7 @@ syscell_stub_block:
 	mov 40(%rsp), %r8
 	mov 48(%rsp), %r9
 	mov $\nr, %eax
-	syscall
+	call .Lsites + \nr * SITE_STRIDE
 	mov %rax, 8(%rsp)
 	mov (%rsp), %edi
 	xor %esi, %esi
@@ -92,8 +100,7 @@ syscell_stub_\sym:
 .macro stub_raw sym, nr, cancel
 	begin \sym
 	mov $\nr, %eax
-	syscall
-	ret
+	jmp .Lsites + \nr * SITE_STRIDE
 .endm
 
 /* f(a, b, c, d, e, f): the arguments are the call's. */
@@ -252,7 +259,10 @@ syscell_stub_\sym:
 .endm
 
 /* syscall(nr, a, b, c, d, e, f): any call, the sixth argument from the
-   stack, exactly as glibc's syscall(). */
+   stack, exactly as glibc's syscall(), made at its number's site. A
+   number without a site (from SITES_COUNT up: another ABI's, or none)
+   is made at an instruction of its own, where the filter allows no call
+   whose verdict depends on the caller. */
 .macro stub_syscall sym, nr, cancel
 	begin \sym
 	mov %rdi, %rax
@@ -262,8 +272,14 @@ syscell_stub_\sym:
 	mov %r8, %r10
 	mov %r9, %r8
 	mov 8(%rsp), %r9
-	syscall
-	cmp $-4095, %rax
+	cmp $SITES_COUNT, %rax
+	jae 1f
+	lea .Lsites(%rip), %r11
+	lea (%r11, %rax, SITE_STRIDE), %r11
+	call *%r11
+	jmp 2f
+1:	syscall
+2:	cmp $-4095, %rax
 	jae .Lfail
 	ret
 .endm
@@ -278,6 +294,18 @@ syscell_stub_\sym:
 .Lfail:
 	mov %rax, %rdi
 	jmp *.Lfailed(%rip)
+
+/* The sites: "syscall; ret; int3" for every number below SITES_COUNT. */
+	.p2align 4
+	.globl syscell_stub_sites
+	.hidden syscell_stub_sites
+syscell_stub_sites:
+.Lsites:
+	.rept SITES_COUNT
+	syscall
+	ret
+	int3
+	.endr
 
 	.globl syscell_stub_block_end
 	.hidden syscell_stub_block_end

@@ -5,7 +5,7 @@
 
 #include "audit.h"
 
-extern const char syscell_stub_block[], syscell_stub_block_end[];
+extern const char syscell_stub_block[], syscell_stub_block_end[], syscell_stub_sites[];
 #define W(sym, kind, nr, cancel) extern const char syscell_stub_##sym[];
 #define A(alias, sym)
 #include "wrappers.def"
@@ -41,6 +41,11 @@ size_t stub_block_size(void)
 const void *stub_block(void)
 {
 	return syscell_stub_block;
+}
+
+size_t stub_sites(void)
+{
+	return syscell_stub_sites - syscell_stub_block;
 }
 
 /* nr_of returns the system call the stub at stub makes, for aliases too. */

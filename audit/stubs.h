@@ -13,4 +13,10 @@
 /* The program's pthread_setcanceltype. */
 #define STUB_CANCELTYPE 16
 
+/* The table of sites, one syscall instruction per system call number
+   below SITES_COUNT, each SITE_STRIDE bytes long (package compartment
+   has the same figures). */
+#define SITES_COUNT 1024
+#define SITE_STRIDE 4
+
 #endif

@@ -1,7 +1,8 @@
 /*
  * The stub window: slot i, at window + (i << shift), holds a copy of the
  * stub block for compartment i. It is mapped where the launcher chose,
- * filled, then made read+exec and sealed before the filter is installed.
+ * filled, then made read+exec and sealed before the filter is installed;
+ * so is every object's code, once loaded (object.c).
  * The epoch page after it tells the supervisor when the loader changed
  * the process's objects.
  */
@@ -137,20 +138,19 @@ void window_finish(void)
 		memcpy(slot + STUB_CANCELTYPE, &canceltype, sizeof canceltype);
 	}
 	protect_window(PROT_READ | PROT_EXEC);
-	if (syscall(SYS_MSEAL, config.window, window_size(), 0) != 0) {
-		/* Without mseal (a kernel older than 6.10, or an outer filter
-		   that denies it) the window can be remapped by code allowed
-		   to call mprotect or mmap; the launcher reports it. */
-		if (errno != ENOSYS && errno != EPERM)
-			die("seal the stub window: %s", strerror(errno));
-		seal_errno = errno;
-	}
+	window_seal((struct range){config.window, config.window + window_size()});
 }
 
-void window_seal_like(struct range r)
+void window_seal(struct range r)
 {
-	if (seal_errno == 0 && syscall(SYS_MSEAL, r.start, r.end - r.start, 0) != 0)
+	if (seal_errno != 0 || syscall(SYS_MSEAL, r.start, r.end - r.start, 0) == 0)
+		return;
+	/* Without mseal (a kernel older than 6.10, or an outer filter that
+	   denies it) code allowed to call mprotect or mmap can remap what
+	   this library would seal; the launcher reports it. */
+	if (errno != ENOSYS && errno != EPERM)
 		die("seal %#lx-%#lx: %s", (unsigned long)r.start, (unsigned long)r.end, strerror(errno));
+	seal_errno = errno;
 }
 
 int window_seal_errno(void)

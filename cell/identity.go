@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -150,4 +152,71 @@ func (ids *identities) compartmentOf(o *attribute.Object) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// Code is a compartment's only where the loader mapped it: the audit
+// library seals each object's code as the loader maps it (audit/object.c),
+// so a mapping of an object's file that is not sealed was mapped by
+// something else, a copy the program made, which it could write at any
+// time; and a page of a mapping written since it was mapped (a private
+// copy written before it was sealed, code patched through
+// /proc/PID/mem) holds no file's code. Either is anonymous executable
+// memory to the supervisor, whatever file backs it: the identity of code
+// is its load, not its file. A copy of an object's file that is sealed
+// and never written holds nothing but that object's code, which any
+// library could jump into anyway (docs/THREAT-MODEL.md).
+
+// loadedCode returns space with every file mapping that does not hold
+// its file's code as the loader mapped it replaced by anonymous
+// executable memory, as /proc/PID/smaps shows the process's mappings.
+// sealed says that the audit library seals what the loader maps (mseal
+// worked): where it could not, a mapping need not be sealed.
+func loadedCode(pid int, space *attribute.Space, objs *attribute.Objects, sealed bool) (*attribute.Space, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err != nil {
+		return nil, err
+	}
+	vmas := parseSmaps(b)
+	out := attribute.NewSpace(objs)
+	for _, m := range space.Mappings() {
+		if v, ok := vmas[m.Start]; m.Object.Kind == attribute.File && (!ok || v.written || sealed && !v.sealed) {
+			m.Object = attribute.AnonExecObject()
+		}
+		out.Map(m)
+	}
+	return out, nil
+}
+
+// vma is what loadedCode needs of a mapping: whether any of its pages
+// is anonymous (written since the file was mapped, for a private
+// mapping of a file), and whether it is sealed.
+type vma struct {
+	written, sealed bool
+}
+
+// parseSmaps reads /proc/PID/smaps text into each mapping's vma, by start
+// address. A mapping's header line ("START-END PERMS ...") is followed by
+// "Key: value" lines, "Anonymous: N kB" and "VmFlags: ... sl ..." among
+// them.
+func parseSmaps(b []byte) map[uint64]vma {
+	out := map[uint64]vma{}
+	var start uint64
+	for line := range strings.Lines(string(b)) {
+		key, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
+		v := out[start]
+		switch {
+		case key == "Anonymous:":
+			v.written = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")) != "0"
+		case key == "VmFlags:":
+			v.sealed = slices.Contains(strings.Fields(rest), "sl")
+		case !strings.HasSuffix(key, ":"):
+			lo, _, _ := strings.Cut(key, "-")
+			if n, err := strconv.ParseUint(lo, 16, 64); err == nil {
+				start = n
+			}
+			continue
+		}
+		out[start] = v
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package cell
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -70,5 +71,25 @@ func TestIdentityRejectsSeparators(t *testing.T) {
 		if _, err := newIdentities(&policy.Policy{Compartments: []policy.Compartment{{Name: name}}}); err == nil {
 			t.Errorf("compartment %q: no error", name)
 		}
+	}
+}
+
+// TestParseSmaps reads what the supervisor needs of each mapping from
+// /proc/PID/smaps text (testdata/smaps.txt, from this machine's kernel):
+// a sealed mapping never written, one written, one neither sealed nor
+// written, and the stack.
+func TestParseSmaps(t *testing.T) {
+	b, err := os.ReadFile("testdata/smaps.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[uint64]vma{
+		0x7f1234560000: {sealed: true},
+		0x7f1234600000: {sealed: true, written: true},
+		0x7f1234700000: {},
+		0x7ffe12340000: {written: true},
+	}
+	if got := parseSmaps(b); !maps.Equal(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
 	}
 }

@@ -24,14 +24,15 @@ type Denied struct {
 }
 
 // kernelSpec is what the filter implements in mode: the spec, with every
-// exec notified (exec.go), and every call the spec stops notified too, for
+// exec (exec.go) and io_uring_setup (uring.go) notified, and every call
+// the spec stops notified too, for
 // the supervisor to report and then fail (enforce and complain) or let run
 // (audit); when enforcing, the kernel keeps its kills.
 // Stopping actions all take precedence over allow, so the filter stops a
 // call exactly when the spec does.
 func kernelSpec(s *compartment.Spec, mode enforce.Mode) *compartment.Spec {
 	k := *s
-	r := &policy.Resolved{Tables: []*policy.Table{notifyExec(s.Union)}, BadArch: s.BadArch}
+	r := &policy.Resolved{Tables: []*policy.Table{notifyRingSetup(notifyExec(s.Union))}, BadArch: s.BadArch}
 	if mode == enforce.Enforce {
 		r = enforce.Visible(r)
 	} else {

@@ -229,6 +229,9 @@ func (s *supervisor) savedRegs(tid int, e entry, regs *unwind.Regs) bool {
 // readSpace reads the process's executable mappings afresh.
 func (s *supervisor) readSpace(p *process, ep epoch) error {
 	space, err := attribute.ReadSpace(p.tgid, s.objs)
+	if err == nil {
+		space, err = loadedCode(p.tgid, space, s.objs, s.sealed)
+	}
 	if err != nil {
 		return fmt.Errorf("cell: mappings of process %d: %w", p.tgid, err)
 	}

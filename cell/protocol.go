@@ -16,7 +16,7 @@ import (
 
 // protocolVersion is the audit library's (PROTOCOL_VERSION in
 // audit/audit.h).
-const protocolVersion = 1
+const protocolVersion = 2
 
 // channel is the launcher's end of the socket to the audit library. The
 // conversation, in text lines (audit/config.c and audit/layout.c give
@@ -24,7 +24,7 @@ const protocolVersion = 1
 //
 //	library:  hello VERSION BLOCK-SIZE
 //	launcher: window, compartment, runtime and stub lines, then end
-//	library:  object, text, runtime, epoch and sealed lines, then end
+//	library:  object, text, runtime, sites, epoch and sealed lines, then end
 //	launcher: program N and N 8-byte instructions, or fail REASON
 //	library:  helper PID
 //	helper:   listener PID, carrying the listener (SCM_RIGHTS)

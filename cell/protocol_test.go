@@ -41,7 +41,7 @@ func TestConversation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lib.WriteString("hello 1 7193\n")
+	lib.WriteString("hello 2 7193\n")
 	if block, err := ch.hello(); err != nil || block != 7193 {
 		t.Fatalf("hello: %d, %v", block, err)
 	}
@@ -64,12 +64,12 @@ func TestConversation(t *testing.T) {
 		"object -1 1 2049 13 abcd /lib/libc.so.6\n" +
 		"text 0 555500001000 555500002000\n" +
 		"runtime 7f0000000000 7f0000100000\n" +
-		"epoch 600000004000\nsealed 38\nend\n")
+		"sites 21c0\nepoch 600000004000\nsealed 38\nend\n")
 	start, err := ch.start(win, ids)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantLayout := compartment.Layout{Window: win.base, SlotShift: 13, Slots: []string{"prog", "libx.so"},
+	wantLayout := compartment.Layout{Window: win.base, SlotShift: 13, Slots: []string{"prog", "libx.so"}, Sites: 0x21c0,
 		Text:    map[string][]compartment.Range{"prog": {{Start: 0x5555_0000_1000, End: 0x5555_0000_2000}}},
 		Runtime: []compartment.Range{{Start: 0x7f00_0000_0000, End: 0x7f00_0010_0000}}}
 	if !sameLayout(start.Layout, wantLayout) || start.Epoch != 0x6000_0000_4000 || start.Unsealed != syscall.ENOSYS {
@@ -114,7 +114,7 @@ func sendListener(t *testing.T, lib *os.File) {
 }
 
 func sameLayout(a, b compartment.Layout) bool {
-	if a.Window != b.Window || a.SlotShift != b.SlotShift || !slices.Equal(a.Slots, b.Slots) || !slices.Equal(a.Runtime, b.Runtime) || len(a.Text) != len(b.Text) {
+	if a.Window != b.Window || a.SlotShift != b.SlotShift || a.Sites != b.Sites || !slices.Equal(a.Slots, b.Slots) || !slices.Equal(a.Runtime, b.Runtime) || len(a.Text) != len(b.Text) {
 		return false
 	}
 	for name, rs := range a.Text {

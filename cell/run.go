@@ -53,6 +53,10 @@ type Options struct {
 	// CountKernel counts the calls the kernel lets run (Result.Kernel),
 	// which needs root.
 	CountKernel bool
+	// DenyProcMem refuses every open of a process's /proc/PID/mem for
+	// writing, through which the kernel may let code rewrite sealed
+	// code (ProcMemWrites): each open for writing is then supervised.
+	DenyProcMem bool
 }
 
 // Result is how the program ended and what the supervisor saw.
@@ -235,7 +239,11 @@ func handshake(ch *channel, p *policy.Policy, cfg config, opt Options, lib strin
 	spec, err := compartment.NewSpec(p, start.Layout)
 	var prog []bpf.Instruction
 	if err == nil {
-		prog, err = compile.Compartments(kernelSpec(spec, opt.Mode))
+		ks := kernelSpec(spec, opt.Mode)
+		if opt.DenyProcMem {
+			ks.Union = notifyWriteOpens(ks.Union)
+		}
+		prog, err = compile.Compartments(ks)
 	}
 	start.Instructions, start.CompileTime = len(prog), time.Since(compiling)
 	if err != nil {
@@ -261,7 +269,8 @@ func handshake(ch *channel, p *policy.Policy, cfg config, opt Options, lib strin
 		return nil, nil, err
 	}
 	sup := newSupervisor(l, spec, opt, lib, ids, win, start.Epoch)
-	sup.inherit, sup.execs = start.Inherit, grantsOf(p)
+	sup.inherit, sup.execs, sup.sealed, sup.ringOps = start.Inherit, grantsOf(p), start.Unsealed == 0, ringOps(p)
+	sup.denyProcMem = opt.DenyProcMem
 	sup.counter, sup.counterErr = counter, counterErr
 	return sup, start, nil
 }

@@ -65,7 +65,7 @@ func (c *channel) start(w window, ids *identities) (*Start, error) {
 
 // add reads one line of the layout.
 func (s *Start) add(verb string, f []string, ids *identities) error {
-	n := map[string]int{"object": 6, "text": 3, "runtime": 2, "epoch": 1, "sealed": 1, "inherit": 1}[verb]
+	n := map[string]int{"object": 6, "text": 3, "runtime": 2, "sites": 1, "epoch": 1, "sealed": 1, "inherit": 1}[verb]
 	if n == 0 || len(f) < n {
 		return errors.New("malformed")
 	}
@@ -85,6 +85,10 @@ func (s *Start) add(verb string, f []string, ids *identities) error {
 	case "runtime":
 		r, err := parseRange(f[0], f[1])
 		s.Layout.Runtime = append(s.Layout.Runtime, r)
+		return err
+	case "sites":
+		var err error
+		s.Layout.Sites, err = strconv.ParseUint(f[0], 16, 64)
 		return err
 	case "epoch":
 		var err error

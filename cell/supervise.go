@@ -14,6 +14,7 @@ import (
 	"github.com/syscell/syscell/attribute"
 	"github.com/syscell/syscell/compartment"
 	"github.com/syscell/syscell/enforce"
+	"github.com/syscell/syscell/iouring"
 	"github.com/syscell/syscell/notify"
 	"github.com/syscell/syscell/policy"
 )
@@ -43,6 +44,14 @@ type supervisor struct {
 	execRule ExecRule
 	// mode is what happens to the calls the policy stops.
 	mode enforce.Mode
+
+	// sealed says that the audit library seals the code the loader maps
+	// (identity.go).
+	sealed bool
+	// ringOps are the operations io_uring rings may make (uring.go).
+	ringOps []iouring.Op
+	// denyProcMem refuses opens of /proc/PID/mem for writing (procmem.go).
+	denyProcMem bool
 
 	mu      sync.Mutex
 	threads map[int]*thread
@@ -163,14 +172,17 @@ func (s *supervisor) stop() {
 // receiving thread, it returns errSlow, answering nothing, where a worker
 // must decide.
 func (s *supervisor) answer(n *notify.Notification, w *worker) error {
-	if w.inline && isExec(n) && !isMark(n) {
+	if w.inline && s.needsWorker(n) {
 		return errSlow
 	}
 	if isMark(n) {
 		return s.answerMark(n)
 	}
+	if refused, err := s.refuseProcMem(n, w); refused {
+		return err
+	}
 	if s.loadingCall(n) {
-		pending, err := s.reply(n, policy.ActAllow)
+		pending, err := s.reply(n, policy.ActAllow, nil)
 		if pending {
 			s.mu.Lock()
 			s.stats.count(OwnerStartUp, n.Data.Nr, true, nil)
@@ -219,12 +231,18 @@ func (s *supervisor) answer(n *notify.Notification, w *worker) error {
 			o = s.filterOwner(n, w)
 		}
 	}
+	var ring *ringSetup
+	if act == policy.ActAllow && isRingSetup(n) {
+		if ring, act, why = s.prepareRing(n); why != nil && o.label == "" {
+			o = s.filterOwner(n, w)
+		}
+	}
 	if act == policy.ActAllow && isExec(n) {
 		s.execLetRun(n, bound)
 	}
 	// A call withdrawn meanwhile (a signal interrupted it, its thread was
 	// killed) is neither counted nor logged: its thread may make it again.
-	pending, err := s.reply(n, act)
+	pending, err := s.reply(n, act, ring)
 	if !pending {
 		return err
 	}
@@ -242,10 +260,13 @@ func (s *supervisor) answer(n *notify.Notification, w *worker) error {
 }
 
 // reply answers n with act, as the mode has it: a call the policy stops
-// runs in audit mode and fails with an errno in complain mode. It says
+// runs in audit mode and fails with an errno in complain mode; an
+// allowed io_uring_setup gets the ring the supervisor set up. It says
 // whether the call was still waiting for the answer.
-func (s *supervisor) reply(n *notify.Notification, act policy.Action) (pending bool, err error) {
+func (s *supervisor) reply(n *notify.Notification, act policy.Action, ring *ringSetup) (pending bool, err error) {
 	switch {
+	case act == policy.ActAllow && ring != nil:
+		err = s.setupRing(n, ring)
 	case act == policy.ActAllow || s.mode == enforce.Audit:
 		err = s.l.Respond(notify.Response{ID: n.ID, Continue: true})
 	case s.mode == enforce.Complain:
@@ -257,6 +278,13 @@ func (s *supervisor) reply(n *notify.Notification, act policy.Action) (pending b
 		return false, nil
 	}
 	return true, err
+}
+
+// needsWorker says whether n takes file or memory reads before it can be
+// decided: an exec, an io_uring_setup, an open the supervisor checks for
+// /proc/PID/mem.
+func (s *supervisor) needsWorker(n *notify.Notification) bool {
+	return isExec(n) && !isMark(n) || isRingSetup(n) || s.denyProcMem && isOpenCall(n)
 }
 
 // decide attributes a caller-dependent call and returns its owner and
@@ -340,9 +368,12 @@ func (s *supervisor) kill(n *notify.Notification) error {
 	return nil
 }
 
-// ignoreGone drops the error of a notification whose thread is gone.
+// ignoreGone drops the error of a notification whose thread is gone, or
+// that a worker was still deciding when the program ended and stop
+// closed the listener (its call was withdrawn, by a signal or the
+// tracer, and the program went on to exit): nobody waits for it.
 func ignoreGone(err error) error {
-	if errors.Is(err, notify.ErrNotPending) {
+	if errors.Is(err, notify.ErrNotPending) || errors.Is(err, os.ErrClosed) {
 		return nil
 	}
 	return err

@@ -8,6 +8,8 @@ package compartment
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/syscell/syscell/policy"
@@ -31,6 +33,11 @@ type Layout struct {
 	SlotShift uint8
 	// Slots names the compartment of each slot of the window.
 	Slots []string
+	// Sites is the offset, in every slot, of the table of syscall
+	// instructions the stubs make their calls at: call nr's lies
+	// SiteStride*nr bytes into it. A call from a slot is its
+	// compartment's only if it comes from its number's site (Pinned).
+	Sites uint64
 	// Text holds, per compartment, code of its objects that executes
 	// syscall instructions itself (inline assembly, its own stubs).
 	Text map[string][]Range
@@ -38,6 +45,25 @@ type Layout struct {
 	// loader, the vDSO): a call from there belongs to whoever called the
 	// runtime, which only the supervisor can tell by unwinding.
 	Runtime []Range
+}
+
+// The table of sites (audit/stubs.S): a syscall instruction for each
+// call below SiteCount, SiteStride bytes apart. The kernel reports the
+// instruction pointer after the instruction, siteLength bytes on.
+const (
+	SiteCount  = 1024
+	SiteStride = 4
+	siteLength = 2
+)
+
+// Pinned returns the offset in a slot from which call nr comes when a
+// stub makes it: right after the syscall instruction of its site. Calls
+// numbered SiteCount or more have no site.
+func (l Layout) Pinned(nr uint32) (uint64, bool) {
+	if nr >= SiteCount {
+		return 0, false
+	}
+	return l.Sites + SiteStride*uint64(nr) + siteLength, true
 }
 
 // Spec is a policy's compartments laid out in a process.
@@ -55,10 +81,11 @@ type Spec struct {
 var Supervise = policy.Action{Kind: policy.UserNotify}
 
 // NewSpec resolves p's compartments for x86_64 and checks that the layout
-// names only compartments p has.
+// names only compartments p has. Sealing is allowed whatever p says
+// (withSealing).
 func NewSpec(p *policy.Policy, l Layout) (*Spec, error) {
 	r := p.Resolve([]syscalls.Arch{syscalls.X86_64})
-	s := &Spec{Union: r.Tables[0], Allowed: map[string]map[uint32]bool{}, Layout: l, BadArch: p.BadArch}
+	s := &Spec{Union: withSealing(r.Tables[0]), Allowed: map[string]map[uint32]bool{}, Layout: l, BadArch: p.BadArch}
 	for _, c := range p.Compartments {
 		set := map[uint32]bool{}
 		for _, name := range c.Syscalls {
@@ -76,6 +103,9 @@ func NewSpec(p *policy.Policy, l Layout) (*Spec, error) {
 	}
 	if l.Window%(1<<l.SlotShift) != 0 || (l.Window>>32) != (l.windowEnd()-1)>>32 {
 		return nil, fmt.Errorf("compartment: window %#x with %d slots of %#x bytes is misaligned or crosses a 4 GiB boundary", l.Window, len(l.Slots), 1<<l.SlotShift)
+	}
+	if len(l.Slots) > 0 && l.Sites+SiteStride*SiteCount > 1<<l.SlotShift {
+		return nil, fmt.Errorf("compartment: the table of sites at %#x does not fit a slot of %#x bytes", l.Sites, 1<<l.SlotShift)
 	}
 	if a, b, ok := l.overlap(); ok {
 		return nil, fmt.Errorf("compartment: code ranges [%#x, %#x) and [%#x, %#x) overlap", a.Start, a.End, b.Start, b.End)
@@ -95,10 +125,33 @@ func NewSpec(p *policy.Policy, l Layout) (*Spec, error) {
 // calls exit, glibc's _exit falls through to a fault if they fail.
 var machinery = []string{"rt_sigreturn", "restart_syscall", "futex", "exit", "exit_group"}
 
+// sealing is mseal: it takes away what any code may do to a mapping
+// (mprotect, mmap over it, munmap), and the audit library seals with it
+// the code of every object the loader maps, under the filter for a
+// library loaded by dlopen; so every compartment may make it, whatever
+// the policy says. Code that seals memory only takes rights away from
+// the process, as exit does.
+const sealing = "mseal"
+
+// withSealing returns t with sealing allowed.
+func withSealing(t *policy.Table) *policy.Table {
+	nr, ok := syscalls.Lookup(syscalls.X86_64, sealing)
+	if !ok {
+		return t
+	}
+	out := *t
+	out.Syscalls = maps.Clone(t.Syscalls)
+	if out.Syscalls == nil {
+		out.Syscalls = map[uint32][]policy.Branch{}
+	}
+	out.Syscalls[nr] = []policy.Branch{{Action: policy.ActAllow}}
+	return &out
+}
+
 // allowMachinery lets every compartment make the machinery calls the
-// union allows.
+// union allows, and seal memory.
 func (s *Spec) allowMachinery() {
-	for _, name := range machinery {
+	for _, name := range slices.Concat(machinery, []string{sealing}) {
 		nr, ok := syscalls.Lookup(syscalls.X86_64, name)
 		if !ok || s.Union.Verdict(nr, [policy.MaxArgs]uint64{}) != policy.ActAllow {
 			continue
@@ -128,6 +181,8 @@ func (l Layout) overlap() (Range, Range, bool) {
 
 func (l Layout) windowEnd() uint64 { return l.Window + uint64(len(l.Slots))<<l.SlotShift }
 
+func (l Layout) inWindow(ip uint64) bool { return ip >= l.Window && ip < l.windowEnd() }
+
 // names lists the compartments the layout places, sorted.
 func (l Layout) names() []string {
 	seen := map[string]bool{}
@@ -149,7 +204,7 @@ func (l Layout) names() []string {
 // when only the supervisor can tell (runtime code, or code the layout does
 // not know, such as a library loaded later or JIT code).
 func (l Layout) Owner(ip uint64) (name string, supervise bool) {
-	if ip >= l.Window && ip < l.windowEnd() {
+	if l.inWindow(ip) {
 		return l.Slots[(ip-l.Window)>>l.SlotShift], false
 	}
 	for _, n := range l.names() {
@@ -165,8 +220,9 @@ func (l Layout) Owner(ip uint64) (name string, supervise bool) {
 // Verdict decides a call. The union decides first: what it denies stays
 // denied. A call every compartment may make is allowed wherever it comes
 // from and one no compartment may make is denied, so neither needs the
-// instruction pointer. Otherwise the compartment that owns ip decides, and
-// calls whose owner only the supervisor can tell go to it.
+// instruction pointer. Otherwise the compartment that owns ip decides,
+// from a slot of the window only at the call's own site, and calls whose
+// owner only the supervisor can tell go to it.
 func (s *Spec) Verdict(arch, nr uint32, ip uint64, args [policy.MaxArgs]uint64) policy.Action {
 	if arch != syscalls.AuditArchX86_64 || nr >= syscalls.X32Bit {
 		return s.BadArch
@@ -185,10 +241,14 @@ func (s *Spec) Verdict(arch, nr uint32, ip uint64, args [policy.MaxArgs]uint64) 
 	switch {
 	case supervise:
 		return Supervise
-	case s.Allowed[name][nr]:
-		return policy.ActAllow
+	case !s.Allowed[name][nr]:
+		return s.Union.Default
+	case s.Layout.inWindow(ip):
+		if site, ok := s.Layout.Pinned(nr); !ok || (ip-s.Layout.Window)&(1<<s.Layout.SlotShift-1) != site {
+			return s.Union.Default
+		}
 	}
-	return s.Union.Default
+	return policy.ActAllow
 }
 
 // Coverage is how many compartments allow a syscall.

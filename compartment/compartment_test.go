@@ -25,8 +25,9 @@ func twoLibs() *policy.Policy {
 
 var layout = Layout{
 	Window:    0x7f00_0000_0000,
-	SlotShift: 12,
+	SlotShift: 14,
 	Slots:     []string{"libgetpid.so", "libmk.so"},
+	Sites:     0x2000,
 	Text:      map[string][]Range{"libmk.so": {{Start: 0x5555_0000_1000, End: 0x5555_0000_2000}}},
 	Runtime:   []Range{{Start: 0x7ff0_0000_0000, End: 0x7ff0_0010_0000}},
 }
@@ -37,32 +38,45 @@ func TestVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 	getpid, mkdir, write, mount := uint32(39), uint32(83), uint32(1), uint32(165)
-	sigreturn, futex, restart := uint32(15), uint32(202), uint32(219)
+	sigreturn, futex, restart, mseal := uint32(15), uint32(202), uint32(219), uint32(462)
+	slot0, slot1 := layout.Window, layout.Window+1<<layout.SlotShift
+	site := func(nr uint32) uint64 {
+		off, ok := layout.Pinned(nr)
+		if !ok {
+			t.Fatalf("no site for %d", nr)
+		}
+		return off
+	}
 	for _, tc := range []struct {
 		name string
 		nr   uint32
 		ip   uint64
 		want policy.Action
 	}{
-		{"getpid from its library's stub", getpid, 0x7f00_0000_0010, policy.ActAllow},
-		{"getpid from the other library's stub", getpid, 0x7f00_0000_1010, policy.ActEPERM},
+		{"getpid from its library's stub", getpid, slot0 + site(getpid), policy.ActAllow},
+		{"getpid from elsewhere in its library's slot", getpid, slot0 + 0x10, policy.ActEPERM},
+		{"getpid from mkdir's site in its library's slot", getpid, slot0 + site(mkdir), policy.ActEPERM},
+		{"getpid from the other library's stub", getpid, slot1 + site(getpid), policy.ActEPERM},
 		{"getpid from the other library's own code", getpid, 0x5555_0000_1800, policy.ActEPERM},
 		{"getpid from inside libc", getpid, 0x7ff0_0000_0100, Supervise},
 		{"getpid from unknown code", getpid, 0x1234_0000, Supervise},
 		{"write, which every compartment may make", write, 0x1234_0000, policy.ActAllow},
-		{"mkdir, which no compartment may make", mkdir, 0x7f00_0000_0010, policy.ActEPERM},
-		{"mount, which the union denies", mount, 0x7f00_0000_0010, policy.ActEPERM},
-		{"past the window", getpid, 0x7f00_0000_2000, Supervise},
+		{"mkdir, which no compartment may make", mkdir, slot0 + site(mkdir), policy.ActEPERM},
+		{"mount, which the union denies", mount, slot0 + site(mount), policy.ActEPERM},
+		{"past the window", getpid, slot1 + 1<<layout.SlotShift + site(getpid), Supervise},
 		// No compartment lists them; the union allows them.
 		{"rt_sigreturn from inside libc", sigreturn, 0x7ff0_0000_0100, policy.ActAllow},
 		{"futex from a library's own code", futex, 0x5555_0000_1800, policy.ActAllow},
 		{"restart_syscall, which the union denies", restart, 0x7ff0_0000_0100, policy.ActEPERM},
+		// Sealing only takes rights away: the policy need not name it.
+		{"mseal from a library's stub", mseal, slot1 + 0x10, policy.ActAllow},
+		{"mseal from unknown code", mseal, 0x1234_0000, policy.ActAllow},
 	} {
 		if got := s.Verdict(syscalls.AuditArchX86_64, tc.nr, tc.ip, [6]uint64{}); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
 	}
-	if got := s.Verdict(syscalls.AuditArchI386, 20, 0x7f00_0000_0010, [6]uint64{}); got != policy.ActKillProcess {
+	if got := s.Verdict(syscalls.AuditArchI386, 20, slot0+site(20), [6]uint64{}); got != policy.ActKillProcess {
 		t.Errorf("an i386 call: %s, want the bad-arch action", got)
 	}
 }
@@ -75,7 +89,8 @@ func TestNewSpecRejects(t *testing.T) {
 	}{
 		{"unknown compartment", func(l *Layout) { l.Slots = append(l.Slots, "libx.so") }, `places "libx.so"`},
 		{"misaligned window", func(l *Layout) { l.Window += 0x800 }, "misaligned"},
-		{"window across 4 GiB", func(l *Layout) { l.Window = 0x7f00_ffff_f000 }, "crosses a 4 GiB boundary"},
+		{"window across 4 GiB", func(l *Layout) { l.Window = 0x7f00_ffff_c000 }, "crosses a 4 GiB boundary"},
+		{"sites past the slot", func(l *Layout) { l.Sites = 0x3000 + SiteStride }, "does not fit a slot"},
 		{"overlapping code", func(l *Layout) {
 			l.Runtime = append(l.Runtime, Range{Start: 0x5555_0000_1800, End: 0x5555_0000_3000})
 		}, "overlap"},

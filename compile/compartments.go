@@ -67,24 +67,33 @@ func (c *compiler) compartmentCall(s *compartment.Spec, nr uint32, f *function) 
 
 // ipNode routes on the instruction pointer: the high word first, then the
 // low word inside each 4 GiB region that holds known code. Code the layout
-// does not know goes to the supervisor.
+// does not know goes to the supervisor. In a slot of the window whose
+// compartment may make the call, the call's site decides: the low word's
+// offset in the slot, one masked compare, since every slot holds the same
+// block at an address aligned to its size.
 func (c *compiler) ipNode(s *compartment.Spec, nr uint32, verdict func(policy.Action) nodeID) nodeID {
 	l := s.Layout
-	sup := verdict(compartment.Supervise)
-	own := func(name string) nodeID {
-		if s.Allowed[name][nr] {
-			return verdict(policy.ActAllow)
-		}
-		return verdict(s.Union.Default)
+	sup, allow, deny := verdict(compartment.Supervise), verdict(policy.ActAllow), verdict(s.Union.Default)
+	pinned := deny
+	if site, ok := l.Pinned(nr); ok {
+		pinned = c.d.andEq(bpf.OffsetIPLow, 1<<l.SlotShift-1, uint32(site), allow, deny)
 	}
 	var ranges []ipRange
 	for i, name := range l.Slots {
 		start := l.Window + uint64(i)<<l.SlotShift
-		ranges = append(ranges, ipRange{compartment.Range{Start: start, End: start + 1<<l.SlotShift}, own(name)})
+		to := deny
+		if s.Allowed[name][nr] {
+			to = pinned
+		}
+		ranges = append(ranges, ipRange{compartment.Range{Start: start, End: start + 1<<l.SlotShift}, to})
 	}
 	for name, rs := range l.Text {
+		to := deny
+		if s.Allowed[name][nr] {
+			to = allow
+		}
 		for _, r := range rs {
-			ranges = append(ranges, ipRange{r, own(name)})
+			ranges = append(ranges, ipRange{r, to})
 		}
 	}
 	for _, r := range l.Runtime {

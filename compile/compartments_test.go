@@ -19,7 +19,9 @@ func randomSpec(t *testing.T, rng *rand.Rand) *compartment.Spec {
 	p := randomPolicy(rng)
 	p.Arches = []syscalls.Arch{syscalls.X86_64}
 	n := rng.Intn(6) + 1
-	l := compartment.Layout{Window: 0x7f12_3450_0000, SlotShift: uint8(12 + rng.Intn(3)), Text: map[string][]compartment.Range{}}
+	shift := uint8(13 + rng.Intn(3))
+	l := compartment.Layout{Window: 0x7f12_3450_0000, SlotShift: shift,
+		Sites: uint64(rng.Intn(1<<shift-compartment.SiteStride*compartment.SiteCount+1)) &^ 3, Text: map[string][]compartment.Range{}}
 	text := uint64(0x5555_ffff_0000)
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("lib%d.so", i)
@@ -43,14 +45,18 @@ func randomSpec(t *testing.T, rng *rand.Rand) *compartment.Spec {
 	return s
 }
 
-// ips are instruction pointers at the edges of every range of l, and some
-// outside them all.
-func ips(l compartment.Layout) []uint64 {
+// ips are instruction pointers at the edges of every range of l, around
+// the site of call nr in every slot, and some outside them all.
+func ips(l compartment.Layout, nr uint32) []uint64 {
 	out := []uint64{0, 0x1000, ^uint64(0), l.Window - 1}
 	edges := func(r compartment.Range) { out = append(out, r.Start, r.Start+1, r.End-1, r.End) }
+	site, pinned := l.Pinned(nr)
 	for i := range l.Slots {
 		start := l.Window + uint64(i)<<l.SlotShift
 		edges(compartment.Range{Start: start, End: start + 1<<l.SlotShift})
+		if pinned {
+			out = append(out, start+site-1, start+site, start+site+1)
+		}
 	}
 	for _, rs := range l.Text {
 		for _, r := range rs {
@@ -80,7 +86,7 @@ func TestCompartmentsMatchSpec(t *testing.T) {
 		}
 		for _, nr := range append(s.Union.Numbers(), 1000, syscalls.X32Bit) {
 			for _, args := range policy.ArgVectors(s.Union.Syscalls[nr]) {
-				for _, ip := range ips(s.Layout) {
+				for _, ip := range ips(s.Layout, nr) {
 					d := bpf.SeccompData{Nr: nr, Arch: syscalls.AuditArchX86_64, IP: ip, Args: args}
 					res, err := bpf.Run(prog, &d)
 					if err != nil {

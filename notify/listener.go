@@ -200,16 +200,26 @@ func (l *Listener) Valid(id uint64) error {
 
 // control runs an ioctl on the listener, translating ENOENT.
 func (l *Listener) control(req uint, arg unsafe.Pointer) error {
+	_, err := l.call(req, arg)
+	return err
+}
+
+// call runs an ioctl on the listener and returns its result, translating
+// ENOENT.
+func (l *Listener) call(req uint, arg unsafe.Pointer) (uintptr, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {
-		return os.ErrClosed
+		return 0, os.ErrClosed
 	}
-	err := ioctl(l.fd, req, arg)
-	if errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("%w (%w)", ErrNotPending, err)
+	r, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(l.fd), uintptr(req), uintptr(arg))
+	switch {
+	case errno == unix.ENOENT:
+		return 0, fmt.Errorf("%w (%w)", ErrNotPending, errno)
+	case errno != 0:
+		return 0, errno
 	}
-	return err
+	return r, nil
 }
 
 func ioctl(fd int, req uint, arg unsafe.Pointer) error {

@@ -38,6 +38,12 @@ type Policy struct {
 	// Compartments are per-library allowlists; their union is expected
 	// to be allowed by Rules.
 	Compartments []Compartment
+	// IOURing names the io_uring operations a ring may make (package
+	// iouring), for every ring the process sets up, whichever library
+	// sets it up: a ring's operations are every library's. With
+	// compartments, a ring may be set up only where the policy names
+	// some.
+	IOURing []string
 	// Source is the file the policy came from.
 	Source string
 }

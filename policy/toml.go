@@ -145,10 +145,16 @@ func (d *tomlDecoder) setTop(key string, kv *unstable.Node) error {
 			}
 			return err
 		})
+	case "io_uring":
+		d.pol.IOURing = []string{}
+		err = d.eachString(key, kv, func(s string) error {
+			d.pol.IOURing = append(d.pol.IOURing, s)
+			return checkIOURing(s)
+		})
 	case "rule", "compartment":
 		err = d.errorf(kv, "write %q as [[%s]] tables", key, key)
 	default:
-		err = d.errorf(kv, "unknown key %q (want version, default, bad-arch or arches)", key)
+		err = d.errorf(kv, "unknown key %q (want version, default, bad-arch, arches or io_uring)", key)
 	}
 	return err
 }

@@ -76,6 +76,9 @@ func TestParseEverything(t *testing.T) {
 	if p.BadArch != (Action{Kind: Errno, Data: 38}) {
 		t.Errorf("bad-arch = %v, want errno(38)", p.BadArch)
 	}
+	if want := []string{"write", "read", "nop"}; !slices.Equal(p.IOURing, want) {
+		t.Errorf("io_uring = %v, want %v", p.IOURing, want)
+	}
 }
 
 const math64Minus1 = 1<<64 - 1
@@ -113,9 +116,10 @@ func TestRoundTrip(t *testing.T) {
 			if d := verdictDiff(p, again); d != "" {
 				t.Errorf("decides differently after WriteTOML: %s", d)
 			}
-			if p.Default != again.Default || p.BadArch != again.BadArch || !reflect.DeepEqual(p.Arches, again.Arches) {
-				t.Errorf("header changed: %v %v %v, then %v %v %v",
-					p.Default, p.BadArch, p.Arches, again.Default, again.BadArch, again.Arches)
+			if p.Default != again.Default || p.BadArch != again.BadArch || !reflect.DeepEqual(p.Arches, again.Arches) ||
+				!reflect.DeepEqual(sortedSet(p.IOURing), sortedSet(again.IOURing)) {
+				t.Errorf("header changed: %v %v %v %v, then %v %v %v %v", p.Default, p.BadArch, p.Arches, p.IOURing,
+					again.Default, again.BadArch, again.Arches, again.IOURing)
 			}
 			if got, want := compartmentSets(again), compartmentSets(p); !reflect.DeepEqual(got, want) {
 				t.Errorf("compartments changed:\n got %v\nwant %v", got, want)
@@ -125,6 +129,11 @@ func TestRoundTrip(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sortedSet is names sorted, each once.
+func sortedSet(names []string) []string {
+	return slices.Compact(slices.Sorted(slices.Values(names)))
 }
 
 func writeTOML(t *testing.T, p *Policy) string {

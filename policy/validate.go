@@ -5,19 +5,34 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/syscell/syscell/iouring"
 	"github.com/syscell/syscell/syscalls"
 )
 
 // Validate checks a policy as Parse does, for policies built by other means:
 // every rule names at least one syscall; syscall names are known on some x86
 // ABI; conditions are well formed; no syscall is given two different actions
-// under the same conditions; compartments have distinct names. The error is
+// under the same conditions; io_uring operations are known; compartments
+// have distinct names. The error is
 // an *Error at the first offending rule or compartment.
 func (p *Policy) Validate() error {
 	if err := p.validateRules(); err != nil {
 		return err
 	}
+	for _, op := range p.IOURing {
+		if err := checkIOURing(op); err != nil {
+			return errorAt(Pos{File: p.Source}, "%v", err)
+		}
+	}
 	return p.validateCompartments()
+}
+
+// checkIOURing accepts the names of io_uring operations.
+func checkIOURing(name string) error {
+	if _, ok := iouring.Lookup(name); !ok {
+		return fmt.Errorf("unknown io_uring operation %q", name)
+	}
+	return nil
 }
 
 func (p *Policy) validateRules() error {

@@ -62,16 +62,20 @@ func (b *tomlBuilder) header(p *Policy) {
 	fmt.Fprintf(&b.buf, "version = %d\n", Version)
 	b.keyString("default", p.Default.String())
 	b.keyString("bad-arch", p.BadArch.String())
-	if len(p.Arches) == 0 {
-		return
+	if len(p.Arches) > 0 {
+		arches := slices.Clone(p.Arches)
+		slices.Sort(arches)
+		var names []string
+		for _, a := range slices.Compact(arches) {
+			names = append(names, a.String())
+		}
+		b.inlineArray("arches", names)
 	}
-	arches := slices.Clone(p.Arches)
-	slices.Sort(arches)
-	var names []string
-	for _, a := range slices.Compact(arches) {
-		names = append(names, a.String())
+	if len(p.IOURing) > 0 {
+		ops := slices.Clone(p.IOURing)
+		slices.Sort(ops)
+		b.names("io_uring", slices.Compact(ops), nil)
 	}
-	b.inlineArray("arches", names)
 }
 
 func (b *tomlBuilder) rule(g ruleGroup) {

@@ -47,10 +47,15 @@ func TestScripts(t *testing.T) {
 }
 
 // condition adds [root] to testscript's conditions, for scripts that load
-// eBPF programs.
+// eBPF programs, and [procmem], where the kernel lets a process write its
+// own sealed code through /proc/PID/mem.
 func condition(cond string) (bool, error) {
-	if cond == "root" {
+	switch cond {
+	case "root":
 		return os.Geteuid() == 0, nil
+	case "procmem":
+		writes, _ := cell.ProcMemWrites()
+		return writes, nil
 	}
 	return false, fmt.Errorf("unknown condition %q", cond)
 }

@@ -44,6 +44,8 @@ type runCmd struct {
 	exec string
 	// strict refuses a policy whose compartments name stale objects.
 	strict bool
+	// denyProcMem refuses opens of /proc/PID/mem for writing.
+	denyProcMem bool
 }
 
 func runCommand() *cobra.Command {
@@ -108,6 +110,20 @@ compartment that started it (--exec bound, the default: an exec never
 widens what its caller may do), or the exec fails with EPERM (--exec
 deny). An exec whose environment dropped syscell's variables (env -i)
 gets them back.
+
+With compartments, every library's code is sealed once loaded (mseal):
+no library can make another's code writable or map over it. The kernel
+may still let a process write its own code through /proc/PID/mem (its
+boot parameter proc_mem.force_override says whether); syscell says so at
+start where the policy lets code open files for writing, and
+--deny-proc-mem refuses every open of a mem file for writing, at the cost
+of a supervised call for each open for writing. An io_uring ring may be
+set up only by a compartment that may call io_uring_setup and only where
+the policy names the operations rings may make (io_uring = [...]): every
+ring of the process may make those, and no other, whichever library
+writes its queue. --stats also says whether the CPU has protection keys
+and shadow stacks. What an attacker inside a library can and cannot do:
+docs/THREAT-MODEL.md.
 Whatever the policy says, CMD may always exit, abort (SIGABRT to itself)
 and write to its standard error: a denial never turns an orderly exit
 into a crash.
@@ -144,6 +160,7 @@ the policy says of them.`,
 	fs.StringVar(&c.logDenials, "log-denials", "", "write each denied call to `FILE`, one JSON object a line")
 	fs.BoolVar(&c.strict, "strict", false, "with compartments, refuse a policy naming an object that is missing or another build on disk (default: warn)")
 	fs.StringVar(&c.exec, "exec", "bound", "with compartments, an exec of a program the policy does not let its caller start: bound (by the caller's calls) or deny")
+	fs.BoolVar(&c.denyProcMem, "deny-proc-mem", false, "with compartments, refuse every open of a process's /proc/PID/mem for writing (each open for writing is then supervised)")
 	return cmd
 }
 

@@ -37,8 +37,9 @@ func (c *runCmd) runCompartments(cmd *cobra.Command, args []string, path string,
 	if err != nil {
 		return err
 	}
+	tellWeaknesses(cmd.ErrOrStderr(), p, c.denyProcMem, c.quiet, c.stats)
 	command := enforce.Command{Path: path, Args: args, Stdin: cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
-	res, err := runCell(p, command, cell.Options{Mode: mode, DenialLog: out.log, Exec: rule, CountKernel: c.stats})
+	res, err := runCell(p, command, cell.Options{Mode: mode, DenialLog: out.log, Exec: rule, CountKernel: c.stats, DenyProcMem: c.denyProcMem})
 	if res == nil {
 		out.discard()
 		if errors.Is(err, cell.ErrNotAuditable) {
@@ -78,6 +79,27 @@ func (c *runCmd) checkStale(cmd *cobra.Command, p *policy.Policy) error {
 	return nil
 }
 
+// tellWeaknesses says on stderr, before CMD starts, what of this kernel
+// and CPU lets code outside its compartment: writes through /proc/PID/mem
+// where the policy lets code open files and --deny-proc-mem is not set
+// (unless quiet), and, with stats, the hardware that would do more.
+func tellWeaknesses(w io.Writer, p *policy.Policy, denyProcMem, quiet, stats bool) {
+	if writes, why := cell.ProcMemWrites(); writes && !denyProcMem && !quiet && cell.ProcMemExposed(p) {
+		fmt.Fprintf(w, "syscell: this kernel lets a process write its own code through /proc/PID/mem whatever its protection, %s: code that may open files could rewrite another library's code; --deny-proc-mem refuses such opens\n", why)
+	}
+	if stats {
+		hw := cell.ProbeHardware()
+		fmt.Fprintf(w, "syscell: hardware: protection keys %s, shadow stacks %s (syscell uses neither yet)\n", has(hw.ProtectionKeys), has(hw.ShadowStacks))
+	}
+}
+
+func has(ok bool) string {
+	if ok {
+		return "present"
+	}
+	return "absent"
+}
+
 // runCell runs command, passing on the signals meant for it, as
 // runSupervised does.
 func runCell(p *policy.Policy, command enforce.Command, opt cell.Options) (*cell.Result, error) {
@@ -102,7 +124,7 @@ func tellCell(w io.Writer, mode enforce.Mode, name string, res *cell.Result, sta
 		fmt.Fprintf(w, "syscell: %s killed by %s\n", name, unix.SignalName(res.Signal))
 	}
 	if res.Start.Unsealed != 0 {
-		fmt.Fprintf(w, "syscell: the stub window is not sealed (mseal: %v): code the policy lets call mprotect could rewrite it\n", res.Start.Unsealed)
+		fmt.Fprintf(w, "syscell: the stub window and the libraries' code are not sealed (mseal: %v): code the policy lets call mprotect could rewrite them\n", res.Start.Unsealed)
 	}
 	if mode != enforce.Enforce || stats {
 		tellDenied(w, mode, res.Denied)
