@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -168,20 +167,7 @@ func (s *supervisor) inheritedBound(tgid int) string {
 const maxAncestors = 16
 
 // parentOf reads the parent of process pid.
-func parentOf(pid int) (int, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, fmt.Errorf("cell: %w", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "PPid:"); ok {
-			return strconv.Atoi(strings.TrimSpace(v))
-		}
-	}
-	return 0, fmt.Errorf("cell: /proc/%d/status has no PPid", pid)
-}
+func parentOf(pid int) (int, error) { return statusField(pid, "PPid") }
 
 // boundAllows says whether a bounded image may make call nr.
 func (s *supervisor) boundAllows(bound string, nr uint32) bool {

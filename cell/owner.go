@@ -228,6 +228,10 @@ func (s *supervisor) savedRegs(tid int, e entry, regs *unwind.Regs) bool {
 
 // readSpace reads the process's executable mappings afresh.
 func (s *supervisor) readSpace(p *process, ep epoch) error {
+	if space := s.forkedSpace(p, ep); space != nil {
+		p.space, p.epoch, p.chains = space, ep, newChains()
+		return nil
+	}
 	space, err := attribute.ReadSpace(p.tgid, s.objs)
 	if err == nil {
 		space, err = loadedCode(p.tgid, space, s.objs, s.sealed)
@@ -237,4 +241,33 @@ func (s *supervisor) readSpace(p *process, ep epoch) error {
 	}
 	p.space, p.epoch, p.chains = space, ep, newChains()
 	return nil
+}
+
+// forkedSpace returns a copy of the mappings of p's parent, where p is a
+// copy of it: a fork keeps every mapping where it was, and the epoch
+// page, copied with them, still holds what the parent's held when its
+// mappings were read, as long as neither changed its objects since. So
+// the children of a server or a shell, forked by the hundred, need not
+// read their mappings and their smaps anew (milliseconds each). A page
+// of code written through /proc/PID/mem after the fork would go unseen
+// until the next read, as it would in the parent (docs/THREAT-MODEL.md).
+func (s *supervisor) forkedSpace(p *process, ep epoch) *attribute.Space {
+	if !ep.stable() {
+		return nil
+	}
+	ppid, err := parentOf(p.tgid)
+	if err != nil {
+		return nil
+	}
+	s.mu.Lock()
+	parent := s.procs[ppid]
+	s.mu.Unlock()
+	if parent == nil || parent == p || !parent.mu.TryLock() {
+		return nil
+	}
+	defer parent.mu.Unlock()
+	if parent.space == nil || parent.epoch != ep || parent.exited() {
+		return nil
+	}
+	return parent.space.Clone()
 }

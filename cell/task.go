@@ -122,19 +122,22 @@ func parseEntry(s string) (entry, error) {
 }
 
 // tgidOf reads the thread group of tid.
-func tgidOf(tid int) (int, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", tid))
+func tgidOf(tid int) (int, error) { return statusField(tid, "Tgid") }
+
+// statusField reads the number field key of /proc/ID/status.
+func statusField(id int, key string) (int, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", id))
 	if err != nil {
 		return 0, fmt.Errorf("cell: %w", err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "Tgid:"); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), key+":"); ok {
 			return strconv.Atoi(strings.TrimSpace(v))
 		}
 	}
-	return 0, fmt.Errorf("cell: /proc/%d/status has no Tgid", tid)
+	return 0, fmt.Errorf("cell: /proc/%d/status has no %s", id, key)
 }
 
 // pidfdOpen opens a pidfd for pid, a thread-group leader.
