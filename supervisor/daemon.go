@@ -355,7 +355,7 @@ func (d *daemon) attach(id string, pid int) error {
 	if err != nil {
 		return fmt.Errorf("container %s: process %d: %w", id, pid, err)
 	}
-	groups, err := cgroups(pid)
+	groups, err := cgroupLines(pid)
 	if err != nil {
 		return fmt.Errorf("container %s: process %d: %w", id, pid, err)
 	}

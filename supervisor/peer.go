@@ -56,7 +56,7 @@ func identify(conn *net.UnixConn) (*peer, error) {
 	defer unix.Close(pidfd)
 	p := &peer{pid: pid, root: -1}
 	if p.namespace, err = pidNamespace(pid); err == nil {
-		if p.cgroups, err = cgroups(pid); err == nil {
+		if p.cgroups, err = cgroupLines(pid); err == nil {
 			p.root, err = unix.Open(fmt.Sprintf("/proc/%d/root", pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		}
 	}
@@ -86,10 +86,10 @@ func pidNamespace(pid int) (uint64, error) {
 	return st.Ino, nil
 }
 
-// cgroups are the lines of /proc/PID/cgroup, "ID:CONTROLLERS:PATH", one
+// cgroupLines are the lines of /proc/PID/cgroup, "ID:CONTROLLERS:PATH", one
 // per hierarchy, with paths as the supervisor's cgroup namespace sees
 // them.
-func cgroups(pid int) ([]string, error) {
+func cgroupLines(pid int) ([]string, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 	if err != nil {
 		return nil, err
