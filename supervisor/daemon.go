@@ -214,13 +214,15 @@ func total[T any](xs []T, n func(T) int) int {
 }
 
 // owner is the registered container p belongs to: of those that hold
-// it, the one with the deepest cgroups.
+// it, the one with the deepest cgroups. A container whose init process
+// is gone holds nothing, though the runtime did not unregister it: the
+// kernel reuses the inode numbers of PID namespaces.
 func (d *daemon) owner(p *peer) *Container {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var best *Container
 	for _, c := range d.containers {
-		if c.holds(p) && (best == nil || c.depth() > best.depth()) {
+		if c.holds(p) && c.alive() && (best == nil || c.depth() > best.depth()) {
 			best = c
 		}
 	}
