@@ -123,7 +123,9 @@ void channel_flush(void)
 {
 	size_t done = 0;
 	while (done < out_len) {
-		ssize_t n = write(fd, out + done, out_len - done);
+		/* A launcher that closed the socket is a failure to report,
+		   not a SIGPIPE that would end the program without a word. */
+		ssize_t n = send(fd, out + done, out_len - done, MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
