@@ -90,7 +90,7 @@ func (r *runtime) createWith(id string, cl *commandLine, args []string, bundle s
 	}
 	pid, err := readPid(pidFile)
 	if err == nil && use.Policy != "" {
-		err = checkProgram(pid, spec.Process)
+		err = checkProgram(procRoot(pid), spec.Process)
 	}
 	if err == nil {
 		err = client.Attach(id, pid)
@@ -169,12 +169,14 @@ func readPid(file string) (int, error) {
 	return pid, nil
 }
 
-// checkProgram checks, in the root of the created container whose init
-// process is pid (its mounts in place), that the loader will load the
-// audit library into the program process runs: found as the delegate
-// finds it, by its path or on the PATH of its environment.
-func checkProgram(pid int, process *specs.Process) error {
-	root := fmt.Sprintf("/proc/%d/root", pid)
+// procRoot is the root directory of process pid, with its mounts.
+func procRoot(pid int) string { return fmt.Sprintf("/proc/%d/root", pid) }
+
+// checkProgram checks, under root (a created container's, its mounts in
+// place), that the loader will load the audit library into the program
+// process runs: found as the delegate finds it, by its path or on the
+// PATH of its environment.
+func checkProgram(root string, process *specs.Process) error {
 	privileges := !process.NoNewPrivileges
 	name := process.Args[0]
 	if strings.Contains(name, "/") {

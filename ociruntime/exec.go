@@ -36,7 +36,7 @@ func (r *runtime) exec(args []string) error {
 	} else if len(cl.positional) > 1 {
 		p := *rec.Process
 		p.Args = cl.positional[1:]
-		err = checkProgram(rec.Pid, &p)
+		err = checkProgram(procRoot(rec.Pid), &p)
 	}
 	if err != nil {
 		return err
@@ -57,7 +57,7 @@ func (r *runtime) prepareProcess(id string, rec *record, file string) error {
 	if len(p.Args) == 0 {
 		return fmt.Errorf("%s: no process arguments", file)
 	}
-	if err := checkProgram(rec.Pid, &p); err != nil {
+	if err := checkProgram(procRoot(rec.Pid), &p); err != nil {
 		return err
 	}
 	client, err := r.supervisor()

@@ -42,6 +42,9 @@ type daemon struct {
 
 	mu         sync.Mutex
 	containers map[string]*Container
+	// controls are the open control connections, closed when the
+	// supervisor stops.
+	controls map[*net.UnixConn]bool
 	// sessions are the programs supervised and the recordings made.
 	sessions sync.WaitGroup
 }
@@ -52,7 +55,7 @@ type daemon struct {
 // calls fail with ENOSYS) and the recordings in progress are written,
 // marked interrupted.
 func Run(ctx context.Context, cfg Config) error {
-	d := &daemon{cfg: cfg, log: log.New(cfg.Log, "syscell supervise: ", log.LstdFlags), ctx: ctx}
+	d := &daemon{cfg: cfg, log: log.New(cfg.Log, "syscell supervise: ", log.LstdFlags), ctx: ctx, controls: map[*net.UnixConn]bool{}}
 	unlock, err := d.setUp()
 	if err != nil {
 		return err
@@ -78,6 +81,11 @@ func Run(ctx context.Context, cfg Config) error {
 	<-ctx.Done()
 	control.Close()
 	programs.Close()
+	d.mu.Lock()
+	for conn := range d.controls {
+		conn.Close()
+	}
+	d.mu.Unlock()
 	d.sessions.Wait()
 	return nil
 }
@@ -232,7 +240,20 @@ func (d *daemon) owner(p *peer) *Container {
 // serveControl answers the runtime's requests, one per line. Only root
 // and the supervisor's own user may make them.
 func (d *daemon) serveControl(conn *net.UnixConn) {
-	defer conn.Close()
+	d.mu.Lock()
+	if d.ctx.Err() != nil {
+		d.mu.Unlock()
+		conn.Close()
+		return
+	}
+	d.controls[conn] = true
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		delete(d.controls, conn)
+		d.mu.Unlock()
+		conn.Close()
+	}()
 	if err := checkControlPeer(conn); err != nil {
 		d.log.Printf("refused a control connection: %v", err)
 		return

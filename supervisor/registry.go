@@ -107,8 +107,9 @@ func (c *Container) save(dir string) error {
 }
 
 // restore reads the registrations saved in dir, and drops those whose
-// init process is gone: a container whose first process has exited is
-// over (its PID namespace with it), though the runtime did not say so.
+// init process is gone (a container whose first process has exited is
+// over, its PID namespace with it, though the runtime did not say so)
+// and those never attached (a create the supervisor's restart failed).
 func restore(dir string) (map[string]*Container, []error) {
 	out := map[string]*Container{}
 	entries, err := os.ReadDir(dir)
@@ -126,7 +127,11 @@ func restore(dir string) (map[string]*Container, []error) {
 		}
 		path := filepath.Join(dir, e.Name())
 		c, err := restoreOne(path)
-		if err == nil && c.Pid != 0 && !c.alive() {
+		switch {
+		case err != nil:
+		case c.Pid == 0:
+			err = fmt.Errorf("container %s: never attached", id)
+		case !c.alive():
 			err = fmt.Errorf("container %s: its init process %d is gone", id, c.Pid)
 		}
 		if err != nil {
