@@ -2,6 +2,7 @@ package cell
 
 import (
 	"context"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -118,13 +119,93 @@ func checkLibrary(root, path string) error {
 // does before it starts a program, it returns an error wrapping
 // ErrNotAuditable for a statically linked program and, where privileges
 // is set (no no_new_privs), for one whose execution raises privileges.
-func CheckProgram(root, path string, privileges bool) error {
+// With library (the audit library, as the supervisor publishes it), it
+// also checks that root has glibc's loader and a glibc that defines
+// every version of its symbols the library needs: a loader that cannot
+// load it (musl's, an older glibc's) would run the program without it.
+func CheckProgram(root, path, library string, privileges bool) error {
 	fd, err := openInRoot(root, path)
 	if err != nil {
 		return fmt.Errorf("cell: %s under %s: %w", path, root, err)
 	}
 	defer unix.Close(fd)
-	return checkChain(root, fdPath(fd), privileges)
+	if err := checkChain(root, fdPath(fd), privileges); err != nil {
+		return err
+	}
+	if library == "" {
+		return nil
+	}
+	return checkGlibc(root, library)
+}
+
+// glibc's loader on x86_64, which every glibc program names, and where
+// the C library lies on the systems syscell knows (Debian's multiarch
+// directories first).
+const glibcLoader = "/lib64/ld-linux-x86-64.so.2"
+
+var libcDirs = []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"}
+
+// checkGlibc checks that the glibc under root can load library.
+func checkGlibc(root, library string) error {
+	needs, err := versionNeeds(library)
+	if err != nil {
+		return err
+	}
+	found := map[string]string{}
+	for _, path := range append([]string{glibcLoader}, libcDirs...) {
+		if path != glibcLoader {
+			path += "/libc.so.6"
+		}
+		fd, err := openInRoot(root, path)
+		if err != nil {
+			continue
+		}
+		f, err := elf.Open(fdPath(fd))
+		if err == nil {
+			var versions []elf.DynamicVersion
+			if versions, err = f.DynamicVersions(); err == nil {
+				name := filepath.Base(path)
+				for _, v := range versions {
+					found[name+" "+v.Name] = path
+				}
+				found[name] = path
+			}
+			f.Close()
+		}
+		unix.Close(fd)
+		if found["libc.so.6"] != "" {
+			break
+		}
+	}
+	if found[filepath.Base(glibcLoader)] == "" {
+		return fmt.Errorf("cell: %s has no glibc loader (%s), which alone loads audit libraries: %w", root, glibcLoader, ErrNotAuditable)
+	}
+	for _, need := range needs {
+		if found[need.Name] == "" {
+			return fmt.Errorf("cell: %s has no %s, which the audit library needs: %w", root, need.Name, ErrNotAuditable)
+		}
+		for _, dep := range need.Needs {
+			if found[need.Name+" "+dep.Dep] == "" {
+				return fmt.Errorf("cell: %s under %s lacks %s, which the audit library needs (build it against an older glibc): %w",
+					found[need.Name], root, dep.Dep, ErrNotAuditable)
+			}
+		}
+	}
+	return nil
+}
+
+// versionNeeds are the symbol versions library needs, by object.
+func versionNeeds(library string) ([]elf.DynamicVersionNeed, error) {
+	f, err := elf.Open(library)
+	if err != nil {
+		return nil, fmt.Errorf("cell: the audit library: %w", err)
+	}
+	defer f.Close()
+	needs, err := f.DynamicVersionNeeds()
+	if err != nil {
+		return nil, fmt.Errorf("cell: the audit library %s: %w", library, err)
+	}
+	return needs, nil
 }
 
 // nowhere is a path at which no file can be: /proc/self/fd holds only

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -113,9 +114,33 @@ func TestCheckProgram(t *testing.T) {
 		{"/usr/bin/missing", true, fs.ErrNotExist},
 		{"/../../usr/bin/true", true, nil},
 	} {
-		err := CheckProgram(root, tc.path, tc.privileges)
+		err := CheckProgram(root, tc.path, "", tc.privileges)
 		if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
 			t.Errorf("CheckProgram(%s, %v) = %v, want %v", tc.path, tc.privileges, err, tc.want)
 		}
+	}
+}
+
+// TestCheckGlibc checks that a root's glibc can load the audit library:
+// this machine's can (the library is built against it); a root without
+// glibc's loader cannot, nor one whose libc lacks a version the library
+// needs.
+func TestCheckGlibc(t *testing.T) {
+	library := filepath.Join(t.TempDir(), LibraryName)
+	if diag, err := BuildLibrary("../audit", library, "gcc"); err != nil || diag != "" {
+		t.Skipf("SKIPPED: cannot build the audit library: %v\n%s", err, diag)
+	}
+	if err := checkGlibc("/", library); err != nil {
+		t.Errorf("this machine's glibc: %v", err)
+	}
+	libc := "/lib/x86_64-linux-gnu/libc.so.6"
+	musl := makeRoot(t, map[string]string{"lib/x86_64-linux-gnu/libc.so.6": libc}, nil)
+	if err := checkGlibc(musl, library); !errors.Is(err, ErrNotAuditable) || !strings.Contains(err.Error(), "no glibc loader") {
+		t.Errorf("a root without glibc's loader: %v", err)
+	}
+	// A libc of another library's versions: the loader's own.
+	old := makeRoot(t, map[string]string{"lib64/ld-linux-x86-64.so.2": glibcLoader, "lib/x86_64-linux-gnu/libc.so.6": glibcLoader}, nil)
+	if err := checkGlibc(old, library); !errors.Is(err, ErrNotAuditable) || !strings.Contains(err.Error(), "lacks GLIBC_2.") {
+		t.Errorf("a libc without the versions the library needs: %v", err)
 	}
 }

@@ -97,7 +97,9 @@ func startSupervisor(t *testing.T, tl cellTools, dirs supervisor.Dirs) *supervis
 		t.Fatal(err)
 	}
 	defer logFile.Close()
-	s.cmd = exec.Command(tl.syscell, "supervise", "--dir", dirs.State, "--policy-dir", dirs.PolicyDir, "--record-dir", dirs.RecordDir)
+	// A program that connected is never killed for being slow: with a
+	// short start timeout, one that was would stop the servers' loads.
+	s.cmd = exec.Command(tl.syscell, "supervise", "--dir", dirs.State, "--policy-dir", dirs.PolicyDir, "--record-dir", dirs.RecordDir, "--start-timeout", "1s")
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)

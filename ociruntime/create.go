@@ -90,7 +90,7 @@ func (r *runtime) createWith(id string, cl *commandLine, args []string, bundle s
 	}
 	pid, err := readPid(pidFile)
 	if err == nil && use.Policy != "" {
-		err = checkProgram(procRoot(pid), spec.Process)
+		err = checkProgram(procRoot(pid), r.dirs.Library(), spec.Process)
 	}
 	if err == nil {
 		err = client.Attach(id, pid)
@@ -176,17 +176,17 @@ func procRoot(pid int) string { return fmt.Sprintf("/proc/%d/root", pid) }
 // place), that the loader will load the audit library into the program
 // process runs: found as the delegate finds it, by its path or on the
 // PATH of its environment.
-func checkProgram(root string, process *specs.Process) error {
+func checkProgram(root, library string, process *specs.Process) error {
 	privileges := !process.NoNewPrivileges
 	name := process.Args[0]
 	if strings.Contains(name, "/") {
 		if !path.IsAbs(name) {
 			name = path.Join("/", process.Cwd, name)
 		}
-		return programError(name, cell.CheckProgram(root, name, privileges))
+		return programError(name, cell.CheckProgram(root, name, library, privileges))
 	}
 	for _, dir := range searchPath(process.Env) {
-		err := cell.CheckProgram(root, path.Join(dir, name), privileges)
+		err := cell.CheckProgram(root, path.Join(dir, name), library, privileges)
 		if !errors.Is(err, fs.ErrNotExist) {
 			return programError(path.Join(dir, name), err)
 		}

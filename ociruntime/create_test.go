@@ -105,7 +105,7 @@ func TestCheckProgram(t *testing.T) {
 		{[]string{"nosuch"}, "/", "on none of its PATH's directories"},
 		{[]string{"/srv/nosuch"}, "/", "no such file"},
 	} {
-		err := checkProgram(root, &specs.Process{Args: tc.args, Env: path, Cwd: tc.cwd, NoNewPrivileges: true})
+		err := checkProgram(root, "", &specs.Process{Args: tc.args, Env: path, Cwd: tc.cwd, NoNewPrivileges: true})
 		switch {
 		case tc.err == "" && err != nil:
 			t.Errorf("%q: %v", tc.args, err)

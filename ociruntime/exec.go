@@ -36,7 +36,7 @@ func (r *runtime) exec(args []string) error {
 	} else if len(cl.positional) > 1 {
 		p := *rec.Process
 		p.Args = cl.positional[1:]
-		err = checkProgram(procRoot(rec.Pid), &p)
+		err = checkProgram(procRoot(rec.Pid), r.dirs.Library(), &p)
 	}
 	if err != nil {
 		return err
@@ -57,7 +57,7 @@ func (r *runtime) prepareProcess(id string, rec *record, file string) error {
 	if len(p.Args) == 0 {
 		return fmt.Errorf("%s: no process arguments", file)
 	}
-	if err := checkProgram(procRoot(rec.Pid), &p); err != nil {
+	if err := checkProgram(procRoot(rec.Pid), r.dirs.Library(), &p); err != nil {
 		return err
 	}
 	client, err := r.supervisor()
@@ -72,6 +72,39 @@ func (r *runtime) prepareProcess(id string, rec *record, file string) error {
 		return err
 	}
 	return os.WriteFile(file, data, 0o600)
+}
+
+// start starts a created container. The supervisor of one under a policy
+// watches for its program to connect, and kills it if it does not.
+func (r *runtime) start(args []string) error {
+	cl, err := parseCommand(args, plainFlags)
+	if err != nil {
+		return err
+	}
+	id, err := cl.id()
+	if err != nil {
+		return err
+	}
+	if err := r.watchStart(id); err != nil {
+		return err
+	}
+	return r.become("start", args...)
+}
+
+// watchStart tells the supervisor that container id starts, if it runs
+// under a policy. Without a supervisor, the program cannot connect, and
+// does not run.
+func (r *runtime) watchStart(id string) error {
+	rec, err := r.loadRecord(id)
+	if err != nil || rec == nil || rec.Use.Policy == "" {
+		return err
+	}
+	client, err := r.dial()
+	if err != nil {
+		return nil
+	}
+	defer client.Close()
+	return client.Start(id)
 }
 
 // delete deletes a container, and unregisters it from the supervisor.

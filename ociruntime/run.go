@@ -49,6 +49,10 @@ func (r *runtime) run(args []string) error {
 	signals := make(chan os.Signal, 16)
 	signal.Notify(signals)
 	defer signal.Stop(signals)
+	if err := r.watchStart(id); err != nil {
+		r.remove(id)
+		return err
+	}
 	if status, err := r.delegateRun("start", id); err != nil || status != 0 {
 		r.remove(id)
 		if err == nil {

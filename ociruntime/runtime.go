@@ -105,6 +105,8 @@ func (r *runtime) dispatch() error {
 		return r.exec(r.inv.args)
 	case "delete":
 		return r.delete(r.inv.args)
+	case "start":
+		return r.start(r.inv.args)
 	}
 	return r.become(r.inv.command, r.inv.args...)
 }

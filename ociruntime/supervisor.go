@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,7 +22,9 @@ func (r *runtime) dial() (*supervisor.Client, error) {
 	return supervisor.Dial(r.dirs.State)
 }
 
-// supervisor connects to the supervisor, and starts one if none runs:
+// supervisor connects to the supervisor, and starts one if none runs
+// and no service manages it (a systemd unit, a Kubernetes DaemonSet,
+// which say so in the state directory's managed file):
 // this very binary's supervise command, in a session and cgroups of its
 // own, so that neither the container engine's process group nor the
 // cgroup of the process that called the shim (which the engine removes
@@ -30,6 +33,9 @@ func (r *runtime) dial() (*supervisor.Client, error) {
 func (r *runtime) supervisor() (*supervisor.Client, error) {
 	if c, err := r.dial(); err == nil {
 		return c, nil
+	}
+	if managed, err := os.ReadFile(r.dirs.Managed()); err == nil {
+		return r.waitSupervisor(strings.TrimSpace(string(managed)))
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -70,5 +76,20 @@ func (r *runtime) supervisor() (*supervisor.Client, error) {
 		if time.Now().After(deadline) {
 			return nil, errors.Join(fmt.Errorf("no supervisor listens on %s after %v", r.dirs.ControlSocket(), startWait), err)
 		}
+	}
+}
+
+// waitSupervisor waits for the supervisor a service manages to listen.
+func (r *runtime) waitSupervisor(manager string) (*supervisor.Client, error) {
+	deadline := time.Now().Add(startWait)
+	for {
+		c, err := r.dial()
+		if err == nil {
+			return c, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the supervisor that %s manages does not listen on %s: %w", manager, r.dirs.ControlSocket(), err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -21,6 +21,9 @@ const (
 	opPrepare = "prepare"
 	// opAttach gives a prepared container's init process, once created.
 	opAttach = "attach"
+	// opStart says that a registered container's program starts: it
+	// must connect within the start timeout, or be killed.
+	opStart = "start"
 	// opEnv returns the environment of a process run in a registered
 	// container (runc exec) with what the audit library needs.
 	opEnv = "env"
@@ -118,6 +121,14 @@ func (c *Client) Prepare(id string, use Use, env []string) ([]string, error) {
 // created and before it starts.
 func (c *Client) Attach(id string, pid int) error {
 	_, err := c.call(request{Op: opAttach, ID: id, Pid: pid})
+	return err
+}
+
+// Start tells the supervisor that container id starts its program,
+// which must connect within the supervisor's start timeout: a program
+// whose loader did not load the audit library is killed.
+func (c *Client) Start(id string) error {
+	_, err := c.call(request{Op: opStart, ID: id})
 	return err
 }
 

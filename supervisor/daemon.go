@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -30,6 +31,9 @@ type Config struct {
 	// Log gets a line for each container registered, each program
 	// served or refused, and each recording written.
 	Log io.Writer
+	// StartTimeout is how long a container's program may take, from the
+	// runtime's start, to connect; zero means DefaultStartTimeout.
+	StartTimeout time.Duration
 }
 
 // daemon is a running supervisor.
@@ -195,6 +199,9 @@ func (d *daemon) serveProgram(conn *net.UnixConn) {
 		conn.Close()
 		return
 	}
+	d.mu.Lock()
+	c.connected = true
+	d.mu.Unlock()
 	opt := cell.Options{Library: ContainerLibrary, Root: "/proc/self/fd/" + strconv.Itoa(p.root), Mode: c.mode}
 	res, err := cell.Supervise(d.ctx, conn, c.policy, opt)
 	d.mu.Lock()
@@ -307,6 +314,8 @@ func (d *daemon) handle(req request) reply {
 		rep.Env, err = d.prepare(req)
 	case opAttach:
 		err = d.attach(req.ID, req.Pid)
+	case opStart:
+		err = d.start(req.ID)
 	case opEnv:
 		rep.Env, err = d.env(req.ID, req.Env)
 	case opForget:
@@ -398,6 +407,44 @@ func (d *daemon) attach(id string, pid int) error {
 		}
 	}
 	d.log.Printf("container %s: init process %d, pid namespace %d", id, pid, ns)
+	return nil
+}
+
+// DefaultStartTimeout is how long a container's program may take, from
+// the runtime's start, to connect: as long as syscell run waits for its
+// program's audit library to greet it.
+const DefaultStartTimeout = 10 * time.Second
+
+// start watches container id's program start: one that has not
+// connected within the start timeout runs without its filter (its loader
+// ignored the audit library, which it says on the program's standard
+// error), and is killed.
+func (d *daemon) start(id string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c := d.containers[id]
+	if c == nil || c.Pid == 0 {
+		return fmt.Errorf("container %s is not registered", id)
+	}
+	if c.policy == nil || c.connected {
+		return nil
+	}
+	timeout := d.cfg.StartTimeout
+	if timeout == 0 {
+		timeout = DefaultStartTimeout
+	}
+	time.AfterFunc(timeout, func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if c.connected || d.containers[id] != c {
+			return
+		}
+		if err := c.kill(); err != nil {
+			d.log.Printf("container %s: its program did not connect within %v, and could not be killed: %v", id, timeout, err)
+			return
+		}
+		d.log.Printf("container %s: its program did not connect within %v (its loader did not load the audit library): killed", id, timeout)
+	})
 	return nil
 }
 

@@ -77,7 +77,7 @@ func runDaemon(t *testing.T, dirs Dirs) (c *Client, log *syncBuffer, stop func()
 	log = &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, Config{Dirs: dirs, Library: lib, Log: log}) }()
+	go func() { done <- Run(ctx, Config{Dirs: dirs, Library: lib, Log: log, StartTimeout: 200 * time.Millisecond}) }()
 	stop = func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -104,6 +104,10 @@ func runDaemon(t *testing.T, dirs Dirs) (c *Client, log *syncBuffer, stop func()
 // sleeper starts a process that waits until the test ends, in a PID
 // namespace of its own if asked.
 func sleeper(t *testing.T, newPIDNamespace bool) int {
+	return sleeperCmd(t, newPIDNamespace).Process.Pid
+}
+
+func sleeperCmd(t *testing.T, newPIDNamespace bool) *exec.Cmd {
 	cmd := exec.Command("sleep", "600")
 	if newPIDNamespace {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
@@ -115,7 +119,37 @@ func sleeper(t *testing.T, newPIDNamespace bool) int {
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
-	return cmd.Process.Pid
+	return cmd
+}
+
+// TestStartWatch kills a started container whose program never
+// connects: its loader ignored the audit library, and it would run
+// without its filter.
+func TestStartWatch(t *testing.T) {
+	requireRoot(t)
+	dirs := testDirs(t)
+	c, log := startDaemon(t, dirs)
+	init := sleeperCmd(t, true)
+	if _, err := c.Prepare("quiet", Use{Policy: "prog"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Attach("quiet", init.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start("quiet"); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- init.Wait() }()
+	select {
+	case err := <-exited:
+		if ws, ok := init.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+			t.Errorf("the container's init ended with %v, want SIGKILL", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the container whose program never connected still runs\n%s", log.String())
+	}
+	waitFor(t, log, "container quiet: its program did not connect within 200ms")
 }
 
 func requireRoot(t *testing.T) {

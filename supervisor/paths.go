@@ -51,6 +51,11 @@ func (d Dirs) ProgramSocket() string { return filepath.Join(d.Shared(), socketNa
 // Library is the audit library the containers load, on the host.
 func (d Dirs) Library() string { return filepath.Join(d.Shared(), cell.LibraryName) }
 
+// Managed is the file that says which service runs the supervisor (a
+// systemd unit, a Kubernetes DaemonSet): the runtime then waits for it
+// rather than start one of its own.
+func (d Dirs) Managed() string { return filepath.Join(d.State, "managed") }
+
 // Lock is the file a running supervisor locks, which holds its pid.
 func (d Dirs) Lock() string { return filepath.Join(d.State, "supervise.lock") }
 

@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/syscell/syscell/enforce"
 	"github.com/syscell/syscell/policy"
 )
@@ -35,6 +37,8 @@ type Container struct {
 
 	policy *policy.Policy
 	mode   enforce.Mode
+	// connected says that a program of the container connected.
+	connected bool
 }
 
 // names are what the runtime may pass for a container id, a policy or a
@@ -166,6 +170,20 @@ func restoreOne(path string) (*Container, error) {
 func (c *Container) alive() bool {
 	ns, err := pidNamespace(c.Pid)
 	return err == nil && ns == c.Namespace
+}
+
+// kill kills the container's init process, which ends the container
+// (its PID namespace with it), if it is still the one registered.
+func (c *Container) kill() error {
+	pidfd, err := unix.PidfdOpen(c.Pid, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(pidfd)
+	if !c.alive() {
+		return fmt.Errorf("init process %d is gone", c.Pid)
+	}
+	return unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
 }
 
 // status is what the control protocol tells of c.

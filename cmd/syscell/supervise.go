@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -14,9 +15,10 @@ import (
 )
 
 type superviseCmd struct {
-	dirs      supervisor.Dirs
-	library   string
-	ownCgroup bool
+	dirs         supervisor.Dirs
+	library      string
+	ownCgroup    bool
+	startTimeout time.Duration
 }
 
 func superviseCommand() *cobra.Command {
@@ -38,7 +40,9 @@ If the supervisor stops, the calls it decides fail with ENOSYS in every
 container it served, and containers created under a policy cannot start
 until it runs again: run it as a service (deploy/ has a systemd unit and
 a Kubernetes DaemonSet). The runtime starts one on first use otherwise.
-It runs until SIGTERM or SIGINT.`,
+A container's program that has not connected --start-timeout after the
+runtime started it runs without its filter (its loader did not load the
+audit library) and is killed. It runs until SIGTERM or SIGINT.`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error { return c.run(cmd) },
 	}
@@ -48,6 +52,7 @@ It runs until SIGTERM or SIGINT.`,
 	fs.StringVar(&c.dirs.RecordDir, "record-dir", c.dirs.RecordDir, "where recordings are written")
 	fs.StringVar(&c.library, "library", "", "the audit library to publish (default: "+cell.LibraryName+" next to syscell)")
 	fs.BoolVar(&c.ownCgroup, "own-cgroup", false, "move into cgroups of its own (the runtime starts it so)")
+	fs.DurationVar(&c.startTimeout, "start-timeout", supervisor.DefaultStartTimeout, "how long a container's program may take to connect once started, before it is killed")
 	return cmd
 }
 
@@ -66,5 +71,5 @@ func (c *superviseCmd) run(cmd *cobra.Command) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), unix.SIGTERM, unix.SIGINT)
 	defer stop()
-	return supervisor.Run(ctx, supervisor.Config{Dirs: c.dirs, Library: c.library, Log: cmd.ErrOrStderr()})
+	return supervisor.Run(ctx, supervisor.Config{Dirs: c.dirs, Library: c.library, Log: cmd.ErrOrStderr(), StartTimeout: c.startTimeout})
 }
