@@ -77,7 +77,9 @@ func runDaemon(t *testing.T, dirs Dirs) (c *Client, log *syncBuffer, stop func()
 	log = &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, Config{Dirs: dirs, Library: lib, Log: log, StartTimeout: 200 * time.Millisecond}) }()
+	go func() {
+		done <- Run(ctx, Config{Dirs: dirs, Library: lib, Log: log, StartTimeout: 200 * time.Millisecond})
+	}()
 	stop = func() {
 		cancel()
 		if err := <-done; err != nil {
