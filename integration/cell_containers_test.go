@@ -18,6 +18,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/syscell/syscell/cell"
+	"github.com/syscell/syscell/internal/hostbundle"
 	"github.com/syscell/syscell/policy"
 	"github.com/syscell/syscell/supervisor"
 )
@@ -174,79 +175,25 @@ func (s *shim) command(args ...string) *exec.Cmd {
 	return exec.Command(s.tl.syscell, append([]string{"oci", "--syscell-dir", s.dirs.State, "--syscell-delegate", s.delegate, "--root", s.state}, args...)...)
 }
 
-// bundleOpts describe a container of cellprobe, or of a server.
-type bundleOpts struct {
-	args        []string
-	annotations map[string]string
-	// tmp is the host's directory mounted at /tmp, writable.
-	tmp string
-	// hostNet shares the host's network; hostEtc mounts its /etc,
-	// read-only (users, the servers' configuration).
-	hostNet, hostEtc bool
-}
-
 // cellBundle makes a bundle whose root holds cellprobe and the host's
 // /usr, read-only, as a container image would hold its programs.
-func cellBundle(t *testing.T, tl cellTools, o bundleOpts) string {
+func cellBundle(t *testing.T, tl cellTools, o hostbundle.Options) string {
 	t.Helper()
 	bundle := t.TempDir()
-	cellRootfs(t, tl, filepath.Join(bundle, "rootfs"))
-	caps := policy.DefaultCaps()
-	mounts := []specs.Mount{
-		{Destination: "/proc", Type: "proc", Source: "proc"},
-		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "mode=755", "size=64k"}},
-		{Destination: "/usr", Type: "bind", Source: "/usr", Options: []string{"rbind", "ro"}},
-		{Destination: "/tmp", Type: "bind", Source: o.tmp, Options: []string{"rbind", "rw"}},
-	}
-	if o.hostEtc {
-		mounts = append(mounts, specs.Mount{Destination: "/etc", Type: "bind", Source: "/etc", Options: []string{"rbind", "ro"}})
-	}
-	namespaces := []specs.LinuxNamespace{{Type: specs.PIDNamespace}, {Type: specs.MountNamespace}, {Type: specs.IPCNamespace}, {Type: specs.UTSNamespace}}
-	if !o.hostNet {
-		namespaces = append(namespaces, specs.LinuxNamespace{Type: specs.NetworkNamespace})
-	}
-	spec := &specs.Spec{
-		Version: ociVersion,
-		Process: &specs.Process{
-			Args:            o.args,
-			Cwd:             "/",
-			Env:             []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"},
-			NoNewPrivileges: true,
-			Capabilities:    &specs.LinuxCapabilities{Bounding: caps, Effective: caps, Permitted: caps},
-		},
-		Root:        &specs.Root{Path: "rootfs"},
-		Hostname:    "cellprobe",
-		Mounts:      mounts,
-		Annotations: o.annotations,
-		Linux:       &specs.Linux{Namespaces: namespaces},
-	}
-	data, err := json.MarshalIndent(spec, "", "\t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(bundle, "config.json"), data, 0o644); err != nil {
+	o.Files = tl.probeFiles()
+	if err := hostbundle.Write(bundle, o); err != nil {
 		t.Fatal(err)
 	}
 	return bundle
 }
 
-// cellRootfs makes a root filesystem with cellprobe, and the places
-// where the host's /usr and a /tmp are mounted.
-func cellRootfs(t *testing.T, tl cellTools, rootfs string) {
-	t.Helper()
-	for _, d := range []string{"usr", "tmp", "proc", "dev", "etc", "run", probeDir} {
-		if err := os.MkdirAll(filepath.Join(rootfs, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for link, to := range map[string]string{"lib": "usr/lib", "lib64": "usr/lib64", "bin": "usr/bin", "sbin": "usr/sbin"} {
-		if err := os.Symlink(to, filepath.Join(rootfs, link)); err != nil {
-			t.Fatal(err)
-		}
-	}
+// probeFiles are cellprobe's files, by where they lie in containers.
+func (tl cellTools) probeFiles() map[string]string {
+	files := map[string]string{}
 	for _, f := range probeFiles {
-		copyFile(t, filepath.Join(tl.probe, f), filepath.Join(rootfs, probeDir, f), 0o755)
+		files[filepath.Join(probeDir, f)] = filepath.Join(tl.probe, f)
 	}
+	return files
 }
 
 // waitRecording waits for the supervisor to write recording name of
@@ -280,7 +227,7 @@ func recordProbe(t *testing.T, s *shim, sup *supervisorProc, name string) string
 	t.Helper()
 	tmp := t.TempDir()
 	id := containerID(t, s.name)
-	bundle := cellBundle(t, s.tl, bundleOpts{args: []string{probeProg, "wait", "/tmp"}, tmp: tmp, annotations: map[string]string{"syscell.record": name}})
+	bundle := cellBundle(t, s.tl, hostbundle.Options{Args: []string{probeProg, "wait", "/tmp"}, Tmp: tmp, Annotations: map[string]string{"syscell.record": name}})
 	cmd := s.command("run", "--bundle", bundle, id)
 	cmd.Stdin = strings.NewReader("go\n")
 	execute(t, runTimeout, cmd)
@@ -315,7 +262,7 @@ func TestCellContainers(t *testing.T) {
 			recordings = append(recordings, recordProbe(t, s, sup, policyName))
 			tmp := t.TempDir()
 			id := containerID(t, name)
-			bundle := cellBundle(t, tl, bundleOpts{args: []string{probeProg, "attack", "/tmp"}, tmp: tmp, annotations: map[string]string{"syscell.policy": policyName}})
+			bundle := cellBundle(t, tl, hostbundle.Options{Args: []string{probeProg, "attack", "/tmp"}, Tmp: tmp, Annotations: map[string]string{"syscell.policy": policyName}})
 			got := string(execute(t, runTimeout, s.command("run", "--bundle", bundle, id)))
 			if got != want {
 				t.Errorf("cellprobe attack in a container printed\n%s\nwant\n%s", got, want)
@@ -400,7 +347,7 @@ func checkMerged(t *testing.T, tl cellTools, recordings []string) {
 func supervisorDeath(t *testing.T, s *shim, sup *supervisorProc, policyName string) {
 	tmp := t.TempDir()
 	id := containerID(t, s.name)
-	bundle := cellBundle(t, s.tl, bundleOpts{args: []string{probeProg, "wait", "/tmp"}, tmp: tmp, annotations: map[string]string{"syscell.policy": policyName}})
+	bundle := cellBundle(t, s.tl, hostbundle.Options{Args: []string{probeProg, "wait", "/tmp"}, Tmp: tmp, Annotations: map[string]string{"syscell.policy": policyName}})
 	cmd := commandContext(t.Context(), s.command("run", "--bundle", bundle, id))
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -438,7 +385,7 @@ func startWithoutSupervisor(t *testing.T, s *shim, policyName string) {
 	sup := startSupervisor(t, s.tl, s.dirs)
 	tmp := t.TempDir()
 	id := containerID(t, s.name)
-	bundle := cellBundle(t, s.tl, bundleOpts{args: []string{probeProg, "attack", "/tmp"}, tmp: tmp, annotations: map[string]string{"syscell.policy": policyName}})
+	bundle := cellBundle(t, s.tl, hostbundle.Options{Args: []string{probeProg, "attack", "/tmp"}, Tmp: tmp, Annotations: map[string]string{"syscell.policy": policyName}})
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -472,7 +419,7 @@ func startWithoutSupervisor(t *testing.T, s *shim, policyName string) {
 func recordRunning(t *testing.T, s *shim) {
 	tmp := t.TempDir()
 	id := containerID(t, s.name)
-	bundle := cellBundle(t, s.tl, bundleOpts{args: []string{probeProg, "wait", "/tmp"}, tmp: tmp})
+	bundle := cellBundle(t, s.tl, hostbundle.Options{Args: []string{probeProg, "wait", "/tmp"}, Tmp: tmp})
 	cmd := commandContext(t.Context(), s.command("run", "--bundle", bundle, id))
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/syscell/syscell/internal/hostbundle"
 )
 
 // containerServer is a server of bench/servers, run in a container of
@@ -154,7 +156,7 @@ func serveInContainer(t *testing.T, s *shim, srv containerServer, annotations ma
 	}
 	port := freePort(t)
 	id := containerID(t, s.name)
-	bundle := cellBundle(t, s.tl, bundleOpts{args: srv.setUp(t, tmp, port), tmp: tmp, annotations: annotations, hostNet: true, hostEtc: true})
+	bundle := cellBundle(t, s.tl, hostbundle.Options{Args: srv.setUp(t, tmp, port), Tmp: tmp, Annotations: annotations, HostNet: true, HostEtc: true})
 	cmd := commandContext(t.Context(), s.command("run", "--bundle", bundle, id))
 	logFile, err := os.Create(filepath.Join(t.TempDir(), "server.log"))
 	if err != nil {

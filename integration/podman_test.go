@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/syscell/syscell/internal/hostbundle"
 	"github.com/syscell/syscell/supervisor"
 )
 
@@ -42,7 +43,9 @@ func TestPodmanRuntime(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := newShim(t, tl, dirs, name)
 			rootfs := filepath.Join(t.TempDir(), "rootfs")
-			cellRootfs(t, tl, rootfs)
+			if err := hostbundle.WriteRootfs(rootfs, tl.probeFiles()); err != nil {
+				t.Fatal(err)
+			}
 			policyName := "podman-" + name
 			run := func(tmp string, annotations []string, args ...string) *exec.Cmd {
 				a := append([]string{"run", "--rm", "-i", "--network", "none", "-v", "/usr:/usr:ro", "-v", tmp + ":/tmp"}, podmanLimits...)
