@@ -11,6 +11,18 @@ long nomk_getpid(void)
 	return (long)getpid();
 }
 
+// nomk_getpid_libc calls getpid through a pointer taken with &getpid,
+// a binding the loader does not audit: the system call leaves from
+// libc's code, so the filter sends it to the supervisor, which finds
+// this library on the stack.
+long nomk_getpid_libc(void)
+{
+	static pid_t (*volatile get)(void) = getpid;
+	long pid = get();
+	__asm__ volatile("" ::: "memory");
+	return pid;
+}
+
 int nomk_mkdir(const char *path)
 {
 	return mkdir(path, 0755) == 0 ? 0 : errno;

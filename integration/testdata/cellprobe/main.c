@@ -15,6 +15,10 @@
 //                         with the create's errno, 0 if it worked. A
 //                         recording of this mode covers what work and
 //                         attack need, attack's denied calls aside.
+//   cellprobe loop N      libnomk.so calls getpid N times from libc's
+//                         code (through a pointer to the wrapper), which
+//                         the supervisor decides, and
+//                         prints "ns-per-call: T", the mean time of a call
 //
 // The program writes and reads with its own calls of write and read,
 // not through stdio: those the filter decides by their stubs, in the
@@ -26,9 +30,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 long nomk_getpid(void);
+long nomk_getpid_libc(void);
 int nomk_mkdir(const char *path);
 int nomk_create(const char *path);
 int maymk_mkdir(const char *path);
@@ -56,6 +62,28 @@ static char *join(const char *dir, const char *name)
 	return path;
 }
 
+static long long now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int loop(const char *count)
+{
+	long n = atol(count);
+	if (n <= 0)
+		return 2;
+	long long start = now();
+	for (long i = 0; i < n; i++)
+		if (nomk_getpid_libc() <= 0)
+			return 1;
+	char line[64];
+	snprintf(line, sizeof line, "ns-per-call: %lld\n", (now() - start) / n);
+	say(line);
+	return 0;
+}
+
 static void work(const char *dir)
 {
 	report("nomk-getpid", nomk_getpid() > 0 ? 0 : 1);
@@ -66,10 +94,12 @@ static void work(const char *dir)
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
-		say("usage: cellprobe work|attack|wait DIR\n");
+		say("usage: cellprobe work|attack|wait DIR, or cellprobe loop N\n");
 		return 2;
 	}
 	const char *mode = argv[1], *dir = argv[2];
+	if (strcmp(mode, "loop") == 0)
+		return loop(argv[2]);
 	if (strcmp(mode, "work") == 0 || strcmp(mode, "attack") == 0) {
 		work(dir);
 		if (strcmp(mode, "attack") == 0) {
