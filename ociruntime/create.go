@@ -109,14 +109,20 @@ func (r *runtime) createWith(id string, cl *commandLine, args []string, bundle s
 
 // addEnforcement gives the container's process the environment env and
 // mounts the supervisor's shared directory where env says it is. The
-// container's own seccomp profile is left as it is.
+// container's own seccomp profile is left as it is. A bundle that has
+// them already (a create made again after one that failed) is left with
+// them once.
 func (r *runtime) addEnforcement(spec *specs.Spec, env []string) error {
+	spec.Process.Env = env
 	for _, m := range spec.Mounts {
-		if path.Clean(m.Destination) == supervisor.ContainerDir {
+		switch {
+		case path.Clean(m.Destination) != supervisor.ContainerDir:
+		case m.Source == r.dirs.Shared():
+			return nil
+		default:
 			return fmt.Errorf("config.json: the container mounts %s already, where syscell's audit library and socket go", m.Destination)
 		}
 	}
-	spec.Process.Env = env
 	spec.Mounts = append(spec.Mounts, specs.Mount{
 		Destination: supervisor.ContainerDir,
 		Type:        "bind",

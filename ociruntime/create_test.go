@@ -70,8 +70,12 @@ func TestAddEnforcement(t *testing.T) {
 	if spec.Linux.Seccomp != seccomp || seccomp.DefaultAction != specs.ActErrno {
 		t.Error("the container's seccomp profile changed")
 	}
+	if err := r.addEnforcement(spec, env); err != nil || len(spec.Mounts) != 2 {
+		t.Errorf("the additions made again: %v, mounts %+v", err, spec.Mounts)
+	}
+	spec.Mounts[1].Source = "/elsewhere"
 	if err := r.addEnforcement(spec, env); err == nil || !strings.Contains(err.Error(), "mounts /run/syscell already") {
-		t.Errorf("a second mount at /run/syscell: %v", err)
+		t.Errorf("a mount of the container's own at /run/syscell: %v", err)
 	}
 }
 
