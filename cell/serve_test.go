@@ -30,12 +30,7 @@ func TestSupervise(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := loadPolicy(t, policyName)
-	socket := filepath.Join(t.TempDir(), "supervisor.sock")
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: socket, Net: "unix"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	socket, l := listenSocket(t)
 	lib := filepath.Join(dir, auditLib)
 	for _, mode := range []string{"lib", "stdio"} {
 		env, err := cell.Environment(p, os.Environ(), lib, socket)
@@ -75,6 +70,18 @@ func TestSupervise(t *testing.T) {
 	}
 }
 
+// listenSocket listens on a supervisor's socket in a directory of the
+// test's.
+func listenSocket(t *testing.T) (string, *net.UnixListener) {
+	socket := filepath.Join(t.TempDir(), "supervisor.sock")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: socket, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return socket, l
+}
+
 func supervisedBy(res *cell.Result, owner string, allowed bool) bool {
 	for _, s := range res.Supervised {
 		if s.Owner == owner && s.Allowed == allowed {
@@ -90,12 +97,7 @@ func supervisedBy(res *cell.Result, owner string, allowed bool) bool {
 func TestSuperviseRefusesEarly(t *testing.T) {
 	dir := fixtures(t)
 	p := loadPolicy(t, policyName)
-	socket := filepath.Join(t.TempDir(), "supervisor.sock")
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: socket, Net: "unix"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	socket, l := listenSocket(t)
 	env, err := cell.Environment(p, os.Environ(), filepath.Join(dir, auditLib), socket)
 	if err != nil {
 		t.Fatal(err)

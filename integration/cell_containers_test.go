@@ -211,13 +211,27 @@ func waitRecording(t *testing.T, dirs supervisor.Dirs, name, id string) string {
 	return ""
 }
 
-// writeLine waits for cellprobe's "ready" on r, then writes a line to w.
-func waitReady(t *testing.T, r io.Reader) {
+// startWaiting runs cellprobe's wait mode in container id of bundle,
+// and returns once it is ready, with its standard input.
+func startWaiting(t *testing.T, s *shim, bundle, id string) (*exec.Cmd, io.WriteCloser) {
 	t.Helper()
-	line, err := bufio.NewReader(r).ReadString('\n')
+	cmd := commandContext(t.Context(), s.command("run", "--bundle", bundle, id))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil || line != "ready\n" {
 		t.Fatalf("cellprobe said %q (%v), want ready", line, err)
 	}
+	return cmd, stdin
 }
 
 // recordProbe records cellprobe's wait mode in a container through the
@@ -348,23 +362,11 @@ func supervisorDeath(t *testing.T, s *shim, sup *supervisorProc, policyName stri
 	tmp := t.TempDir()
 	id := containerID(t, s.name)
 	bundle := cellBundle(t, s.tl, hostbundle.Options{Args: []string{probeProg, "wait", "/tmp"}, Tmp: tmp, Annotations: map[string]string{"syscell.policy": policyName}})
-	cmd := commandContext(t.Context(), s.command("run", "--bundle", bundle, id))
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitReady(t, stdout)
+	cmd, stdin := startWaiting(t, s, bundle, id)
 	sup.kill(t)
 	io.WriteString(stdin, "go\n")
 	stdin.Close()
-	err = cmd.Wait()
+	err := cmd.Wait()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != int(syscall.ENOSYS) {
 		t.Errorf("with the supervisor killed, cellprobe ended with %v, want exit status %d (ENOSYS from its supervised openat)", err, syscall.ENOSYS)
@@ -420,21 +422,9 @@ func recordRunning(t *testing.T, s *shim) {
 	tmp := t.TempDir()
 	id := containerID(t, s.name)
 	bundle := cellBundle(t, s.tl, hostbundle.Options{Args: []string{probeProg, "wait", "/tmp"}, Tmp: tmp})
-	cmd := commandContext(t.Context(), s.command("run", "--bundle", bundle, id))
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdin := startWaiting(t, s, bundle, id)
 	defer cmd.Wait()
 	defer stdin.Close()
-	waitReady(t, stdout)
 	var state specs.State
 	if err := json.Unmarshal(execute(t, runTimeout, s.command("state", id)), &state); err != nil {
 		t.Fatal(err)

@@ -20,28 +20,46 @@ import (
 // create creates a container, registered with the supervisor where its
 // annotations ask for syscell.
 func (r *runtime) create(args []string) error {
-	cl, err := parseCommand(args, createFlags)
+	b, err := r.readBundle("create", args, createFlags)
 	if err != nil {
 		return err
 	}
-	bundle := cl.value("bundle", "b")
-	spec, err := readSpec(bundle)
-	if err != nil {
-		return err
-	}
-	use, err := useOf(spec)
-	if err != nil || use == nil {
-		if err != nil {
-			return err
-		}
-		return r.become("create", args...)
-	}
-	id, err := cl.id()
-	if err != nil {
-		return err
-	}
-	_, err = r.createWith(id, cl, args, bundle, spec, *use)
+	_, err = r.createWith(b.id, b.cl, args, b.dir, b.spec, b.use)
 	return err
+}
+
+// bundle is a command line that names a bundle whose container asks for
+// syscell.
+type bundle struct {
+	cl   *commandLine
+	id   string
+	dir  string
+	spec *specs.Spec
+	use  supervisor.Use
+}
+
+// readBundle reads the bundle command names in args. A container that
+// asks nothing of syscell is the delegate's: the delegate then runs the
+// command in the shim's place, and readBundle does not return.
+func (r *runtime) readBundle(command string, args []string, flags commandFlags) (*bundle, error) {
+	cl, err := parseCommand(args, flags)
+	if err != nil {
+		return nil, err
+	}
+	b := &bundle{cl: cl, dir: cl.value("bundle", "b")}
+	if b.spec, err = readSpec(b.dir); err != nil {
+		return nil, err
+	}
+	use, err := useOf(b.spec)
+	if err != nil {
+		return nil, err
+	}
+	if use == nil {
+		return nil, r.become(command, args...)
+	}
+	b.use = *use
+	b.id, err = cl.id()
+	return b, err
 }
 
 // createWith registers container id with the supervisor, adds what the

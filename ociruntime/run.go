@@ -16,33 +16,18 @@ import (
 // init process once the delegate's create has exited, passes it the
 // signals the shim receives, and exits with its status.
 func (r *runtime) run(args []string) error {
-	cl, err := parseCommand(args, runFlags)
+	b, err := r.readBundle("run", args, runFlags)
 	if err != nil {
 		return err
 	}
-	bundle := cl.value("bundle", "b")
-	spec, err := readSpec(bundle)
-	if err != nil {
-		return err
-	}
-	use, err := useOf(spec)
-	if err != nil || use == nil {
-		if err != nil {
-			return err
-		}
-		return r.become("run", args...)
-	}
-	id, err := cl.id()
-	if err != nil {
-		return err
-	}
-	if spec.Process != nil && spec.Process.Terminal && !cl.has("console-socket") {
+	cl, id := b.cl, b.id
+	if b.spec.Process != nil && b.spec.Process.Terminal && !cl.has("console-socket") {
 		return errors.New("run: a container with a terminal needs --console-socket under syscell (or create and start)")
 	}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("run: become a subreaper: %w", err)
 	}
-	pid, err := r.createWith(id, cl, createArgs(cl, id), bundle, spec, *use)
+	pid, err := r.createWith(id, cl, createArgs(cl, id), b.dir, b.spec, b.use)
 	if err != nil {
 		return err
 	}

@@ -214,17 +214,19 @@ func (b *bench) waitRecording(name, id string) error {
 	return fmt.Errorf("no recording %s (see %s)", path, b.log)
 }
 
-// denied is how many calls the supervisor denied in container id, once
-// its programs have ended.
-func (b *bench) denied(id string) (int, error) {
-	re := regexp.MustCompile(`container ` + regexp.QuoteMeta(id) + `: process \d+ and its descendants ended: \d+ calls supervised, (\d+) denied`)
+// supervised is how many calls the supervisor decided, and denied, in
+// container id, once its programs have ended.
+func (b *bench) supervised(id string) (decided, denied int, err error) {
+	re := regexp.MustCompile(`container ` + regexp.QuoteMeta(id) + `: process \d+ and its descendants ended: (\d+) calls supervised, (\d+) denied`)
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		data, _ := os.ReadFile(b.log)
 		if m := re.FindSubmatch(data); m != nil {
-			return strconv.Atoi(string(m[1]))
+			decided, _ = strconv.Atoi(string(m[1]))
+			denied, err = strconv.Atoi(string(m[2]))
+			return decided, denied, err
 		}
 	}
-	return 0, fmt.Errorf("container %s: the supervisor did not log its end (see %s)", id, b.log)
+	return 0, 0, fmt.Errorf("container %s: the supervisor did not log its end (see %s)", id, b.log)
 }
 
 // median of xs, which it sorts.

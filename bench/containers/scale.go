@@ -27,8 +27,12 @@ type ScaleResult struct {
 	// Plain those of the same call in a container without syscell.
 	Supervised []float64 `json:"supervised_ns"`
 	Plain      []float64 `json:"plain_ns"`
-	// Added is the medians' difference.
-	Added float64 `json:"added_ns"`
+	// Added is the medians' difference; RatioToOne the median, over the
+	// rounds, of the added cost over the added cost with one container
+	// in the same round (the noise of this shared machine moves whole
+	// rounds).
+	Added      float64 `json:"added_ns"`
+	RatioToOne float64 `json:"ratio_to_one"`
 }
 
 // idle is a container whose program waits on its standard input,
@@ -89,7 +93,14 @@ func (b *bench) scale(ctx context.Context) ([]ScaleResult, error) {
 		}
 	}
 	for i := range results {
-		results[i].Added = median(append([]float64(nil), results[i].Supervised...)) - median(append([]float64(nil), results[i].Plain...))
+		r := &results[i]
+		r.Added = median(append([]float64(nil), r.Supervised...)) - median(append([]float64(nil), r.Plain...))
+		var ratios []float64
+		for round := range r.Supervised {
+			one := results[0].Supervised[round] - results[0].Plain[round]
+			ratios = append(ratios, (r.Supervised[round]-r.Plain[round])/one)
+		}
+		r.RatioToOne = median(ratios)
 	}
 	return results, nil
 }

@@ -21,9 +21,11 @@ type ThroughputResult struct {
 	Plain  []float64 `json:"plain"`
 	Cell   []float64 `json:"cell"`
 	Ratios []float64 `json:"ratios"`
-	// MedianRatio is the median of Ratios; Denied the calls the
-	// supervisor denied in all the per-library rounds.
+	// MedianRatio is the median of Ratios; Supervised the calls the
+	// supervisor decided in each per-library round, and Denied those it
+	// denied in all of them.
 	MedianRatio float64 `json:"median_ratio"`
+	Supervised  []int   `json:"supervised"`
 	Denied      int     `json:"denied"`
 }
 
@@ -58,10 +60,11 @@ func (b *bench) throughput(ctx context.Context, srv hostservers.Server) (Through
 				continue
 			}
 			per = f.Throughput
-			denied, err := b.denied(id)
+			decided, denied, err := b.supervised(id)
 			if err != nil {
 				return res, err
 			}
+			res.Supervised = append(res.Supervised, decided)
 			res.Denied += denied
 		}
 		progress("%s: round %d: plain %.0f/s, per library %.0f/s (%.3f)", srv.Name, r+1, plain, per, per/plain)
