@@ -35,7 +35,7 @@ func TestCellServers(t *testing.T) {
 			copyFile(t, waitRecording(t, dirs, policyName, id), filepath.Join(dirs.PolicyDir, policyName+".toml"), 0o644)
 			id = serveInContainer(t, s, srv, map[string]string{"syscell.policy": policyName})
 			line := sup.waitLog(t, "container "+id+": process")
-			if m := regexp.MustCompile(` (\d+) denied$`).FindStringSubmatch(line); m == nil || m[1] != "0" {
+			if m := regexp.MustCompile(` (\d+) denied;`).FindStringSubmatch(line); m == nil || m[1] != "0" {
 				t.Errorf("%s under its policy: %s", srv.Name, line)
 			}
 		})

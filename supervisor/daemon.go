@@ -215,8 +215,9 @@ func (d *daemon) serveProgram(conn *net.UnixConn) {
 	case err != nil:
 		d.log.Printf("container %s: process %d: %v", c.ID, p.pid, err)
 	case res != nil:
-		d.log.Printf("container %s: process %d and its descendants ended: %d calls supervised, %d denied",
-			c.ID, p.pid, total(res.Supervised, func(s cell.Supervised) int { return s.Count }), total(res.Denied, func(s cell.Denied) int { return s.Count }))
+		d.log.Printf("container %s: process %d and its descendants ended: %d calls supervised, %d denied; a call decided in %v (median), %v (99th percentile)",
+			c.ID, p.pid, total(res.Supervised, func(s cell.Supervised) int { return s.Count }), total(res.Denied, func(s cell.Denied) int { return s.Count }),
+			res.Latency.Median, res.Latency.P99)
 	}
 }
 

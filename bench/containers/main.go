@@ -214,19 +214,28 @@ func (b *bench) waitRecording(name, id string) error {
 	return fmt.Errorf("no recording %s (see %s)", path, b.log)
 }
 
-// supervised is how many calls the supervisor decided, and denied, in
-// container id, once its programs have ended.
-func (b *bench) supervised(id string) (decided, denied int, err error) {
-	re := regexp.MustCompile(`container ` + regexp.QuoteMeta(id) + `: process \d+ and its descendants ended: (\d+) calls supervised, (\d+) denied`)
+// session is what the supervisor logged of container id once its
+// programs ended: the calls it decided and denied, and its median time
+// to decide one.
+type session struct {
+	decided, denied int
+	median          time.Duration
+}
+
+func (b *bench) session(id string) (session, error) {
+	re := regexp.MustCompile(`container ` + regexp.QuoteMeta(id) + `: process \d+ and its descendants ended: (\d+) calls supervised, (\d+) denied; a call decided in (\S+) \(median\)`)
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		data, _ := os.ReadFile(b.log)
 		if m := re.FindSubmatch(data); m != nil {
-			decided, _ = strconv.Atoi(string(m[1]))
-			denied, err = strconv.Atoi(string(m[2]))
-			return decided, denied, err
+			var s session
+			s.decided, _ = strconv.Atoi(string(m[1]))
+			s.denied, _ = strconv.Atoi(string(m[2]))
+			var err error
+			s.median, err = time.ParseDuration(string(m[3]))
+			return s, err
 		}
 	}
-	return 0, 0, fmt.Errorf("container %s: the supervisor did not log its end (see %s)", id, b.log)
+	return session{}, fmt.Errorf("container %s: the supervisor did not log its end (see %s)", id, b.log)
 }
 
 // median of xs, which it sorts.

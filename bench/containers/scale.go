@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/syscell/syscell/internal/hostbundle"
 )
@@ -17,16 +18,23 @@ import (
 // scaleCounts are the numbers of containers one supervisor serves.
 var scaleCounts = []int{1, 8, 32}
 
-// scaleCalls is how many supervised calls a measure makes.
-const scaleCalls = 20000
+// scaleCalls is how many supervised calls a loop makes, and scaleLoops
+// how many loops one measure runs (their median is the measure).
+const (
+	scaleCalls = 20000
+	scaleLoops = 3
+)
 
 // ScaleResult is the cost of a supervised call with N containers served.
 type ScaleResult struct {
 	Containers int `json:"containers"`
 	// Supervised are the nanoseconds of a supervised getpid, by round;
-	// Plain those of the same call in a container without syscell.
+	// Plain those of the same call in a container without syscell;
+	// Deciding the supervisor's median time from receiving a call to
+	// answering it.
 	Supervised []float64 `json:"supervised_ns"`
 	Plain      []float64 `json:"plain_ns"`
+	Deciding   []float64 `json:"deciding_ns"`
 	// Added is the medians' difference; RatioToOne the median, over the
 	// rounds, of the added cost over the added cost with one container
 	// in the same round (the noise of this shared machine moves whole
@@ -62,7 +70,7 @@ func (b *bench) scale(ctx context.Context) ([]ScaleResult, error) {
 		if r%2 == 1 {
 			slices.Reverse(order)
 		}
-		plain, err := b.loop(nil)
+		plain, _, err := b.loops(nil)
 		if err != nil {
 			return nil, err
 		}
@@ -78,7 +86,7 @@ func (b *bench) scale(ctx context.Context) ([]ScaleResult, error) {
 				idles[len(idles)-1].stop()
 				idles = idles[:len(idles)-1]
 			}
-			ns, err := b.loop(map[string]string{"syscell.policy": policy})
+			ns, s, err := b.loops(map[string]string{"syscell.policy": policy})
 			if err != nil {
 				return nil, err
 			}
@@ -86,7 +94,8 @@ func (b *bench) scale(ctx context.Context) ([]ScaleResult, error) {
 			results[i].Containers = n
 			results[i].Supervised = append(results[i].Supervised, ns)
 			results[i].Plain = append(results[i].Plain, plain)
-			progress("scale: round %d: %d containers: %.0f ns a supervised call, %.0f ns plain", r+1, n, ns, plain)
+			results[i].Deciding = append(results[i].Deciding, float64(s.median.Nanoseconds()))
+			progress("scale: round %d: %d containers: %.0f ns a supervised call (the supervisor: %v), %.0f ns plain", r+1, n, ns, s.median, plain)
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -133,23 +142,46 @@ func (b *bench) recordLoop() (string, error) {
 	return policy, nil
 }
 
+// loops runs scaleLoops loops in containers with annotations, and
+// returns the median time of a call and, under a policy, the
+// supervisor's median time to decide one.
+func (b *bench) loops(annotations map[string]string) (float64, session, error) {
+	var times, deciding []float64
+	for range scaleLoops {
+		ns, id, err := b.loop(annotations)
+		if err != nil {
+			return 0, session{}, err
+		}
+		times = append(times, ns)
+		if annotations != nil {
+			s, err := b.session(id)
+			if err != nil {
+				return 0, session{}, err
+			}
+			deciding = append(deciding, float64(s.median))
+		}
+	}
+	return median(times), session{median: time.Duration(median(deciding))}, nil
+}
+
 // loop runs cellprobe loop in a container with annotations, and returns
-// the nanoseconds a call took.
-func (b *bench) loop(annotations map[string]string) (float64, error) {
+// the nanoseconds a call took, and the container.
+func (b *bench) loop(annotations map[string]string) (float64, string, error) {
 	bundle, id, err := b.bundle(hostbundle.Options{Args: []string{"/opt/cellprobe/cellprobe", "loop", strconv.Itoa(scaleCalls)}, Files: b.probeFiles(), Annotations: annotations})
 	if err != nil {
-		return 0, err
+		return 0, id, err
 	}
 	defer os.RemoveAll(bundle)
 	out, err := b.shim("run", "--bundle", bundle, id).Output()
 	if err != nil {
-		return 0, fmt.Errorf("cellprobe loop: %w\n%s", err, out)
+		return 0, id, fmt.Errorf("cellprobe loop: %w\n%s", err, out)
 	}
 	m := regexp.MustCompile(`ns-per-call: (\d+)`).FindSubmatch(out)
 	if m == nil {
-		return 0, fmt.Errorf("cellprobe loop said %q", out)
+		return 0, id, fmt.Errorf("cellprobe loop said %q", out)
 	}
-	return strconv.ParseFloat(string(m[1]), 64)
+	ns, err := strconv.ParseFloat(string(m[1]), 64)
+	return ns, id, err
 }
 
 // startIdle starts a container whose program waits, supervised.

@@ -60,12 +60,12 @@ func (b *bench) throughput(ctx context.Context, srv hostservers.Server) (Through
 				continue
 			}
 			per = f.Throughput
-			decided, denied, err := b.supervised(id)
+			s, err := b.session(id)
 			if err != nil {
 				return res, err
 			}
-			res.Supervised = append(res.Supervised, decided)
-			res.Denied += denied
+			res.Supervised = append(res.Supervised, s.decided)
+			res.Denied += s.denied
 		}
 		progress("%s: round %d: plain %.0f/s, per library %.0f/s (%.3f)", srv.Name, r+1, plain, per, per/plain)
 		res.Plain, res.Cell, res.Ratios = append(res.Plain, plain), append(res.Cell, per), append(res.Ratios, per/plain)
