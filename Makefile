@@ -12,6 +12,8 @@ TEST_TIMEOUT ?= 20m
 
 build: heapguard audit
 	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/syscell
+	@# The OCI runtime is the binary under this name (docs/CONTAINERS.md).
+	ln -sf syscell bin/syscell-runtime
 
 # The use-after-free guard (heapguard/README.md), next to the binary, where
 # `syscell run --heap-guard` looks for it.

@@ -22,8 +22,11 @@
 
 /* Protocol version, checked by the launcher. */
 #define PROTOCOL_VERSION 2
-/* The environment variable naming the socket to the launcher. */
+/* The environment variables naming the socket to the launcher: an
+   inherited descriptor (syscell run), or the path of a supervisor's
+   socket to connect to (a container's, package supervisor). */
 #define CHANNEL_ENV "SYSCELL_CELL_FD"
+#define SOCKET_ENV "SYSCELL_CELL_SOCKET"
 /* The highest system call number a stub set can name. */
 #define MAX_NR 1024
 
@@ -32,6 +35,10 @@ __attribute__((noreturn, format(printf, 1, 2))) void die(const char *fmt, ...);
 
 /* channel.c: the socket to the launcher, line by line. */
 void channel_open(const char *fd);
+void channel_connect(const char *path);
+/* Whether the launcher is this process's parent (an inherited socket),
+   which reaps the helper (install.c). */
+bool channel_parent(void);
 void channel_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void channel_flush(void);
 char *channel_line(void);

@@ -1,6 +1,9 @@
 /*
- * The socket to the launcher, inherited at the descriptor CHANNEL_ENV
- * names: text lines both ways, the compiled program as raw bytes.
+ * The socket to the launcher: inherited at the descriptor CHANNEL_ENV
+ * names (syscell run, the program's parent), or connected to the path
+ * SOCKET_ENV names (a supervisor serving containers, which knows the
+ * program by the socket's peer credentials). Text lines both ways, the
+ * compiled program as raw bytes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -8,12 +11,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "audit.h"
 
 static int fd = -1;
+static bool parent;
 static char in[8192];
 static size_t in_len, in_pos;
 static char out[1 << 16];
@@ -34,6 +40,32 @@ void channel_open(const char *s)
 	unsetenv(CHANNEL_ENV);
 	if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0)
 		die("socket to the launcher: %s", strerror(errno));
+	parent = true;
+}
+
+void channel_connect(const char *path)
+{
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	if (*path == '\0' || strlen(path) >= sizeof addr.sun_path)
+		die("%s=%s: not a socket's path", SOCKET_ENV, path);
+	strcpy(addr.sun_path, path);
+	/* Programs this one executes inherit its filter, not a connection
+	   of their own. */
+	unsetenv(SOCKET_ENV);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		die("socket to the supervisor: %s", strerror(errno));
+	int r;
+	do
+		r = connect(fd, (struct sockaddr *)&addr, sizeof addr);
+	while (r != 0 && errno == EINTR);
+	if (r != 0)
+		die("connect to the supervisor at %s: %s (the program does not run without it)", path, strerror(errno));
+}
+
+bool channel_parent(void)
+{
+	return parent;
 }
 
 int channel_fd(void)
@@ -91,7 +123,9 @@ void channel_flush(void)
 {
 	size_t done = 0;
 	while (done < out_len) {
-		ssize_t n = write(fd, out + done, out_len - done);
+		/* A launcher that closed the socket is a failure to report,
+		   not a SIGPIPE that would end the program without a word. */
+		ssize_t n = send(fd, out + done, out_len - done, MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)

@@ -97,7 +97,7 @@ void inherit_apply(void)
 {
 	const char *value = getenv(INHERIT_ENV);
 	if (value == NULL)
-		die("neither %s nor %s is set: run the program with syscell run", CHANNEL_ENV, INHERIT_ENV);
+		die("none of %s, %s and %s is set: run the program with syscell run", CHANNEL_ENV, SOCKET_ENV, INHERIT_ENV);
 	if (strncmp(value, OVERFLOW, sizeof OVERFLOW - 1) == 0)
 		die("the layout the filter was compiled for did not fit %s: this image cannot run under it", INHERIT_ENV);
 	config_inherit(value);

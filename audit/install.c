@@ -15,7 +15,13 @@
  * the listener and of the socket: a process that kept its own listener
  * could answer its own calls, and would keep them waiting forever, rather
  * than failing with ENOSYS, if the supervisor died. The helper is a child
- * of the launcher (CLONE_PARENT), which reaps it.
+ * of the launcher (CLONE_PARENT), which reaps it, when the launcher is
+ * this process's parent. A supervisor the program connected to is not
+ * (and a container's first process, the init of its PID namespace, may
+ * not use CLONE_PARENT): the helper is then this process's child, one
+ * that sends no signal when it exits, which the program's waits do not
+ * see (only __WALL or __WCLONE do) and which stays a zombie until the
+ * program exits; the launcher is told "helper 0", none of its own.
  */
 #include <errno.h>
 #include <linux/filter.h>
@@ -88,11 +94,11 @@ static int helper(void *arg)
 static void start_helper(void)
 {
 	process = getpid();
-	pid_t pid = clone(helper, helper_stack + sizeof helper_stack,
-			  CLONE_VM | CLONE_FILES | CLONE_PARENT | SIGCHLD, NULL);
+	int flags = CLONE_VM | CLONE_FILES | (channel_parent() ? CLONE_PARENT | SIGCHLD : 0);
+	pid_t pid = clone(helper, helper_stack + sizeof helper_stack, flags, NULL);
 	if (pid < 0)
 		die("start the helper: %s", strerror(errno));
-	channel_printf("helper %d\n", (int)pid);
+	channel_printf("helper %d\n", channel_parent() ? (int)pid : 0);
 	channel_flush();
 }
 

@@ -14,9 +14,12 @@ static bool seen_executable;
 
 EXPORT unsigned la_version(unsigned version)
 {
-	const char *fd = getenv(CHANNEL_ENV);
-	if (fd != NULL) {
-		channel_open(fd);
+	const char *fd = getenv(CHANNEL_ENV), *path = getenv(SOCKET_ENV);
+	if (fd != NULL || path != NULL) {
+		if (fd != NULL)
+			channel_open(fd);
+		else
+			channel_connect(path);
 		channel_printf("hello %d %zu\n", PROTOCOL_VERSION, stub_block_size());
 		channel_flush();
 		config_read();

@@ -8,8 +8,10 @@ import (
 // Environment variables of the program.
 const (
 	// channelEnv names the inherited socket to the launcher (CHANNEL_ENV
-	// in audit/audit.h); the library removes it.
+	// in audit/audit.h), and socketEnv the path of a supervisor's socket
+	// to connect to instead (SOCKET_ENV); the library removes them.
 	channelEnv = "SYSCELL_CELL_FD"
+	socketEnv  = "SYSCELL_CELL_SOCKET"
 	// channelFd is the socket's descriptor in the program: the first
 	// after the standard streams.
 	channelFd = 3
@@ -27,27 +29,35 @@ const (
 )
 
 // programEnv is env with what the audit library needs, set for the
-// program only: syscell itself runs without it. inherit is the room to
-// reserve for what executed images inherit.
-func programEnv(env []string, library string, inherit int) []string {
+// program only: syscell itself runs without it. channel is the variable
+// that tells the library how to reach its launcher (NAME=VALUE; none
+// when empty), and inherit the room to reserve for what executed images
+// inherit.
+func programEnv(env []string, library, channel string, inherit int) []string {
 	var out []string
 	tunables := ""
 	for _, kv := range env {
 		name, value, _ := strings.Cut(kv, "=")
 		switch name {
-		case "LD_AUDIT", channelEnv, inheritEnv:
+		case "LD_AUDIT", channelEnv, socketEnv, inheritEnv:
 		case tunablesEnv:
 			tunables = value
 		default:
 			out = append(out, kv)
 		}
 	}
+	out = append(out, "LD_AUDIT="+library)
+	if channel != "" {
+		out = append(out, channel)
+	}
 	return append(out,
-		"LD_AUDIT="+library,
-		channelEnv+"="+strconv.Itoa(channelFd),
 		inheritEnv+"="+strings.Repeat(" ", inherit),
 		tunablesEnv+"="+withStaticTLS(tunables))
 }
+
+// inheritedChannel is the channel variable of a program syscell starts
+// itself: the socket it inherits.
+var inheritedChannel = channelEnv + "=" + strconv.Itoa(channelFd)
 
 // withStaticTLS sets the static TLS surplus in a GLIBC_TUNABLES value,
 // keeping a larger one the user set.

@@ -7,7 +7,7 @@ import (
 )
 
 func TestProgramEnv(t *testing.T) {
-	env := programEnv([]string{"HOME=/root", "LD_AUDIT=/their/audit.so", "SYSCELL_CELL_FD=9", "SYSCELL_CELL=x", "PATH=/bin"}, "/lib/audit.so", 8)
+	env := programEnv([]string{"HOME=/root", "LD_AUDIT=/their/audit.so", "SYSCELL_CELL_FD=9", "SYSCELL_CELL=x", "PATH=/bin", "SYSCELL_CELL_SOCKET=/s"}, "/lib/audit.so", inheritedChannel, 8)
 	want := []string{"HOME=/root", "PATH=/bin", "LD_AUDIT=/lib/audit.so", "SYSCELL_CELL_FD=3",
 		"SYSCELL_CELL=" + strings.Repeat(" ", 8), "GLIBC_TUNABLES=glibc.rtld.optional_static_tls=4096"}
 	if !slices.Equal(env, want) {

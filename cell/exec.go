@@ -93,16 +93,12 @@ func (s *supervisor) repairEnv(n *notify.Notification) error {
 	if err != nil {
 		return err
 	}
-	env = programEnv(env, s.library, 0)
+	env = programEnv(env, s.library, "", 0)
 	for i, kv := range env {
-		switch {
-		case strings.HasPrefix(kv, inheritEnv+"="):
+		if strings.HasPrefix(kv, inheritEnv+"=") {
 			env[i] = inheritEnv + "=" + s.inherit
-		case strings.HasPrefix(kv, channelEnv+"="):
-			env[i] = ""
 		}
 	}
-	env = slices.DeleteFunc(env, func(kv string) bool { return kv == "" })
 	return s.tracer.do(func() error { return setExecEnv(n.Pid, envpArg[n.Data.Nr], env) })
 }
 

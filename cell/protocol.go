@@ -26,7 +26,7 @@ const protocolVersion = 2
 //	launcher: window, compartment, runtime and stub lines, then end
 //	library:  object, text, runtime, sites, epoch and sealed lines, then end
 //	launcher: program N and N 8-byte instructions, or fail REASON
-//	library:  helper PID
+//	library:  helper PID (0: the helper is not the launcher's child)
 //	helper:   listener PID, carrying the listener (SCM_RIGHTS)
 //
 // A line that does not end the conversation as expected is an error; the

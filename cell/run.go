@@ -35,8 +35,13 @@ const (
 // Options tune Run.
 type Options struct {
 	// Library is the audit library, LibraryPath(os.Executable()) when
-	// empty.
+	// empty. For Supervise, it is the library as the program names it
+	// (its LD_AUDIT), under Root.
 	Library string
+	// Root is the root directory of a program Supervise serves, as the
+	// supervisor reaches it (/proc/PID/root): compartments' paths are
+	// found under it, as the program's loader finds them.
+	Root string
 	// SysProcAttr is given to the program: a Credential runs it
 	// unprivileged.
 	SysProcAttr *syscall.SysProcAttr
@@ -105,11 +110,10 @@ func Run(ctx context.Context, p *policy.Policy, cmd enforce.Command, opt Options
 	if err != nil {
 		return nil, err
 	}
-	stubs, err := callerDependent(p, ids)
+	cfg, err := newConfig(p, ids)
 	if err != nil {
 		return nil, err
 	}
-	cfg := config{ids: ids, runtime: runtimeNames(), stubs: stubs}
 	prog, ch, err := startProgram(cmd, opt, lib, cfg.inheritRoom())
 	if err != nil {
 		return nil, err
@@ -124,17 +128,24 @@ func Run(ctx context.Context, p *policy.Policy, cmd enforce.Command, opt Options
 	go sup.serve()
 	state, err := wait(ctx, prog, opt.Signals)
 	sup.stop()
-	res := &Result{ExitCode: state.ExitCode(), Start: start, Supervised: sup.stats.list(), Latency: sup.stats.summary(),
-		Denied: sup.denied.list(), FirstDenied: sup.first, KernelErr: sup.counterErr}
-	if sup.counter != nil {
-		res.Kernel, res.KernelErr = sup.counter.stop()
-	}
+	res := sup.result(start)
+	res.ExitCode = state.ExitCode()
 	if state != nil {
 		if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			res.Signal = ws.Signal()
 		}
 	}
 	return res, errors.Join(err, sup.err)
+}
+
+// result is what the supervisor saw of the program.
+func (s *supervisor) result(start *Start) *Result {
+	res := &Result{Start: start, Supervised: s.stats.list(), Latency: s.stats.summary(),
+		Denied: s.denied.list(), FirstDenied: s.first, KernelErr: s.counterErr}
+	if s.counter != nil {
+		res.Kernel, res.KernelErr = s.counter.stop()
+	}
+	return res
 }
 
 // library finds the audit library, and checks that it is one: the
@@ -163,6 +174,16 @@ func library(path string) (string, error) {
 		}
 	}
 	return path, nil
+}
+
+// newConfig is what the audit library is sent for the compartments of
+// p, which ids name.
+func newConfig(p *policy.Policy, ids *identities) (config, error) {
+	stubs, err := callerDependent(p, ids)
+	if err != nil {
+		return config{}, err
+	}
+	return config{ids: ids, runtime: runtimeNames(), stubs: stubs}, nil
 }
 
 // callerDependent lists the system calls whose verdict depends on the
@@ -200,7 +221,7 @@ func startProgram(cmd enforce.Command, opt Options, lib string, inherit int) (*e
 		env = os.Environ()
 	}
 	c := exec.Command(cmd.Path)
-	c.Args, c.Env = cmd.Args, programEnv(env, lib, inherit)
+	c.Args, c.Env = cmd.Args, programEnv(env, lib, inheritedChannel, inherit)
 	c.Stdin, c.Stdout, c.Stderr = cmd.Stdin, cmd.Stdout, cmd.Stderr
 	c.ExtraFiles = []*os.File{peer}
 	c.SysProcAttr = opt.SysProcAttr
@@ -283,7 +304,9 @@ func installFilter(ch *channel, prog []bpf.Instruction) (int, error) {
 	}
 	helper, fd, err := ch.handoff()
 	if helper > 0 {
-		// The helper exits once it has sent the listener, or failed to.
+		// The helper, the launcher's child, exits once it has sent the
+		// listener, or failed to. A helper of a program that connected
+		// to a supervisor is the program's (pid 0).
 		go unix.Wait4(helper, nil, 0, nil)
 	}
 	if err != nil {

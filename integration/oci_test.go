@@ -143,12 +143,19 @@ type ociRuntime struct {
 // cgroups, and the host is left as it is.
 func newRuntime(t *testing.T, name string) *ociRuntime {
 	rt := &ociRuntime{name: name, path: need(t, name, name), state: t.TempDir()}
-	controllers, err := os.ReadFile("/sys/fs/cgroup/unified/cgroup.controllers")
-	if name == "crun" && err == nil && len(bytes.TrimSpace(controllers)) > 0 {
-		t.Logf("crun runs without /sys/fs/cgroup/unified, which holds the controllers %q: crun refuses hybrid cgroups then", bytes.TrimSpace(controllers))
-		rt.ownMountNS = true
-	}
+	rt.ownMountNS = name == "crun" && crunNeedsOwnMountNS(t)
 	return rt
+}
+
+// crunNeedsOwnMountNS says whether crun must run without the host's
+// cgroup version 2 mount (see newRuntime).
+func crunNeedsOwnMountNS(t *testing.T) bool {
+	controllers, err := os.ReadFile("/sys/fs/cgroup/unified/cgroup.controllers")
+	if err != nil || len(bytes.TrimSpace(controllers)) == 0 {
+		return false
+	}
+	t.Logf("crun runs without /sys/fs/cgroup/unified, which holds the controllers %q: crun refuses hybrid cgroups then", bytes.TrimSpace(controllers))
+	return true
 }
 
 // command runs the runtime with args, after its global flags.
@@ -304,7 +311,7 @@ func execute(t *testing.T, timeout time.Duration, cmd *exec.Cmd) []byte {
 // ends, and no longer waited for than WaitDelay after.
 func commandContext(ctx context.Context, cmd *exec.Cmd) *exec.Cmd {
 	c := exec.CommandContext(ctx, cmd.Path, cmd.Args[1:]...)
-	c.SysProcAttr = cmd.SysProcAttr
+	c.SysProcAttr, c.Env, c.Dir, c.Stdin = cmd.SysProcAttr, cmd.Env, cmd.Dir, cmd.Stdin
 	c.WaitDelay = 5 * time.Second
 	return c
 }

@@ -32,6 +32,12 @@ type recorder struct {
 	unknown  map[uint32]uint64
 	execs    *execs
 	stats    Stats
+	// root is where the paths the kernel reports are found, if not from
+	// syscell's root (AttachOptions.Root).
+	root string
+	// untilExec are the processes whose calls are not recorded until
+	// they execute a program (AttachOptions.FromExec); nil for none.
+	untilExec map[int]bool
 }
 
 type failureKey struct{ where, reason string }
@@ -69,6 +75,12 @@ func (r *recorder) handle(ev any) error {
 	case *trace.Fork:
 		r.fork(e)
 	case *trace.Exec:
+		if r.untilExec[e.TGID] {
+			delete(r.untilExec, e.TGID)
+			r.setTask(e.OldTID, 0)
+			r.setTask(e.TID, e.ASpace)
+			return nil
+		}
 		r.stats.Execs++
 		r.execs.exec(e)
 		r.setTask(e.OldTID, 0)
@@ -116,8 +128,9 @@ func (r *recorder) mapping(e *trace.Map) {
 }
 
 // object returns the object a mapping event names. A file is opened by the
-// path the kernel saw and, failing that, through the process's map_files
-// while it lives; either must lead to the mapped device and inode. A path
+// path the kernel saw (from root, if the recording has one) and, failing
+// that, through the process's map_files while it lives; each must lead to
+// the mapped device and inode. A path
 // the kernel could not finish is asked of map_files.
 func (r *recorder) object(e *trace.Map) *attribute.Object {
 	switch e.Kind {
@@ -131,11 +144,17 @@ func (r *recorder) object(e *trace.Map) *attribute.Object {
 	if e.PathCut {
 		path, _ = os.Readlink(mapFile)
 	}
+	if r.root != "" && path != "" {
+		return r.objs.File(e.Dev, e.Ino, path, r.root+path, mapFile)
+	}
 	return r.objs.File(e.Dev, e.Ino, path, mapFile)
 }
 
 func (r *recorder) fork(e *trace.Fork) {
 	r.setTask(e.ChildTID, e.ChildASpace)
+	if r.untilExec[e.TGID] {
+		r.untilExec[e.ChildTGID] = true
+	}
 	if e.ChildTGID == e.TGID {
 		r.stats.Threads++
 		return
@@ -150,6 +169,9 @@ func (r *recorder) fork(e *trace.Fork) {
 // a number no ABI defines is attributed too, so that its path is learnt,
 // but it cannot be named in a policy: finish sets it apart.
 func (r *recorder) syscall(e *trace.Syscall) error {
+	if r.untilExec[e.TGID] {
+		return nil
+	}
 	r.stats.Snapshots++
 	if len(e.Holes) > 0 {
 		r.stats.Holes++

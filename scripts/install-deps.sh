@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
 	clang llvm libbpf-dev bpftool # eBPF programs
 	libseccomp-dev python3-seccomp # libseccomp, the baseline compiler
-	strace runc crun               # tracing and container runtimes
+	strace runc crun podman        # tracing and container runtimes (podman: integration/'s runtime tests)
 	gcc libc6-dev make             # C; libc6-dev: static libc (integration/'s probe)
 	redis-server redis-tools nginx wrk postgresql postgresql-contrib fio # integration/'s servers
 	git perl sqlite3 jq gawk curl openssl xz-utils bzip2 # integration/'s compatibility suite

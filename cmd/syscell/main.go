@@ -28,6 +28,8 @@ func main() {
 	filter.MaybeRunChild()
 	// syscell run re-executes this binary to start CMD under its filter.
 	enforce.MaybeRunShim()
+	// Called as syscell-runtime, the binary is an OCI runtime alone.
+	maybeRunRuntime()
 	os.Exit(run())
 }
 
@@ -87,6 +89,7 @@ Exit status: 0 on success, 1 on a failure at run time, 2 on bad input.`,
 	root.AddCommand(runCommand())
 	root.AddCommand(recordCommand())
 	root.AddCommand(scoreCommand(), diffCommand())
+	root.AddCommand(ociCommand(), superviseCommand())
 	return root
 }
 

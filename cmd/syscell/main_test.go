@@ -17,9 +17,9 @@ import (
 )
 
 // TestMain makes the test binary play syscell when testscript runs it under
-// that name.
+// that name, and the OCI runtime under syscell-runtime.
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){"syscell": main})
+	testscript.Main(m, map[string]func(){"syscell": main, "syscell-runtime": main})
 }
 
 // fixtures are files of other packages' testdata that scripts use, copied

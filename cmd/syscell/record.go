@@ -24,12 +24,13 @@ type recordCmd struct {
 	allowLossy bool
 	stackBytes int
 	quiet      bool
+	running
 }
 
 func recordCommand() *cobra.Command {
 	var c recordCmd
 	cmd := &cobra.Command{
-		Use:   "record [flags] -- CMD [ARGS...]",
+		Use:   "record [flags] [-- CMD [ARGS...]]",
 		Short: "Record which library makes which system calls, as a policy",
 		Long: `Run CMD and every process and thread it creates, from CMD's first
 instruction to the exit of the last of them, and write a policy: one
@@ -52,8 +53,19 @@ then still allows the unattributed calls). A summary goes to stderr, and a
 progress line every few seconds for long runs.
 
 --merge adds earlier recordings (policies record wrote, or syso JSON) to
-this one, so that a policy covers several runs. --format syso-json writes
-{"path": {"x86_64 syscall number": count}}, as addrfilter's tools do.
+this one, so that a policy covers several runs; without CMD, record merges
+them alone (the recordings of a container's replicas, for instance).
+--format syso-json writes {"path": {"x86_64 syscall number": count}}, as
+addrfilter's tools do.
+
+--cgroup DIR, --pid PID or --container ID record what already runs instead
+of CMD: every process of a cgroup (a directory of a mounted cgroup
+hierarchy, and the cgroups below it), of the cgroup of process PID (a
+container's, podman inspect -f '{{.State.Pid}}' NAME), or of a container
+syscell's OCI runtime started (by its id), from their next calls to the
+exit of the last of them, or until Ctrl-C, which ends the recording and
+writes it. Files are named by the paths the processes see, as inside their
+container.
 
 SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to syscell are passed on to CMD,
 and recording goes on until CMD and its descendants have exited; a
@@ -65,13 +77,9 @@ the system call tracepoint. syscell exits with CMD's exit status, or 128
 plus the signal that killed it, once the policy is written.`,
 		Example: `  syscell record -o nginx.toml -- nginx -g 'daemon off;'
   syscell record --merge run1.toml --merge run2.toml -o all.toml -- ./server
-  syscell record --format syso-json -o calls.json -- ./bench`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return inputErrorf("usage: %s", cmd.UseLine())
-			}
-			return nil
-		},
+  syscell record --format syso-json -o calls.json -- ./bench
+  syscell record --container web-1 -o web-1.toml
+  syscell record --merge web-1.toml --merge web-2.toml -o web.toml`,
 		RunE: func(cmd *cobra.Command, args []string) error { return c.run(cmd, args) },
 	}
 	fs := cmd.Flags()
@@ -83,6 +91,7 @@ plus the signal that killed it, once the policy is written.`,
 	fs.BoolVar(&c.allowLossy, "allow-lossy", false, "write the policy even if calls were lost or could not be attributed")
 	fs.IntVar(&c.stackBytes, "stack-bytes", trace.DefaultStackBytes, fmt.Sprintf("`BYTES` of stack to copy for an unwind, %d to %d", trace.MinStackBytes, trace.MaxStackBytes))
 	fs.BoolVarP(&c.quiet, "quiet", "q", false, "no progress lines")
+	c.running.register(fs)
 	return cmd
 }
 
@@ -93,6 +102,16 @@ func (c *recordCmd) run(cmd *cobra.Command, args []string) error {
 	earlier, err := c.loadMerges()
 	if err != nil {
 		return err
+	}
+	switch target := c.running.target(); {
+	case target != "" && len(args) > 0:
+		return inputErrorf("%s records what already runs: no CMD", target)
+	case target != "":
+		return c.recordRunning(cmd, earlier)
+	case len(args) == 0 && len(earlier) > 0:
+		return c.write(cmd, record.Merge(earlier...))
+	case len(args) == 0:
+		return inputErrorf("usage: %s", cmd.UseLine())
 	}
 	path, err := exec.LookPath(args[0])
 	if err != nil {
