@@ -16,16 +16,22 @@ extern void __libc_free(void *);
 
 static int ours(uintptr_t a)
 {
-	return (hg.small && hg_in_small(a)) || (hg.large && hg_in_large(a));
+	return (hg.small && hg_in_small(a)) || (hg.large && hg_in_large(a)) || hd_owns(a);
+}
+
+static void *guarded_alloc(size_t size, size_t align, uint32_t trace)
+{
+	if (hg_mode == HG_DEFERRED)
+		return hd_alloc(size, align, trace);
+	int cls = hg_small_class(size, align);
+	return cls >= 0 ? hg_small_alloc(cls, size, trace) : hg_large_alloc(size, align, trace);
 }
 
 static void *alloc(size_t size, size_t align, void *frame)
 {
 	hg_init();
 	if (!atomic_load_explicit(&hg.fallback, memory_order_relaxed)) {
-		uint32_t trace = hg_trace_here(frame);
-		int cls = hg_small_class(size, align);
-		void *p = cls >= 0 ? hg_small_alloc(cls, size, trace) : hg_large_alloc(size, align, trace);
+		void *p = guarded_alloc(size, align, hg_trace_here(frame));
 		if (p || !atomic_load(&hg.fallback)) {
 			if (!p)
 				errno = ENOMEM;
@@ -43,6 +49,8 @@ static void release(void *p, void *frame)
 		hg_small_free(p, hg_trace_here(frame));
 	else if (hg.large && hg_in_large(a))
 		hg_large_free(p, hg_trace_here(frame));
+	else if (hd_owns(a))
+		hd_free(p, hg_trace_here(frame));
 	else if (atomic_load(&hg.fallback))
 		__libc_free(p);
 	else
@@ -55,6 +63,8 @@ static size_t usable(void *p, void *frame)
 	uintptr_t a = (uintptr_t)p;
 	if (hg.small && hg_in_small(a))
 		return hg_small_usable(p, hg_trace_here(frame));
+	if (hd_owns(a))
+		return hd_usable(p, hg_trace_here(frame));
 	return hg_large_usable(p, hg_trace_here(frame));
 }
 
@@ -83,8 +93,9 @@ API void *calloc(size_t n, size_t size)
 	}
 	void *p = alloc(total, 16, __builtin_frame_address(0));
 	// Large objects are always fresh pages, already zero; frames of small
-	// ones are reused.
-	if (p && !(hg.large && hg_in_large((uintptr_t)p)))
+	// ones are reused (strict), or may have been written past the end of a
+	// neighbour (deferred).
+	if (p && !(hg.large && hg_in_large((uintptr_t)p)) && !(hd_owns((uintptr_t)p) && hd_fresh(p)))
 		memset(p, 0, total);
 	return p;
 }

@@ -5,12 +5,14 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "internal.h"
 
 struct hg_state hg = {.memfd = -1};
+int hg_mode;
 
 static atomic_int ready;	// 0: not started, 1: starting, 2: usable
 static atomic_int global_lock;
@@ -69,10 +71,41 @@ static int start_heap(void)
 	return 0;
 }
 
+extern void *__libc_stack_end;
+
+// env_mode reads SYSCELL_HEAPGUARD from the process's initial environment,
+// found above argv on the stack: the first malloc may come before libc has
+// set environ.
+static int env_mode(void)
+{
+	static const char key[] = "SYSCELL_HEAPGUARD=";
+	uintptr_t *sp = __libc_stack_end;
+	if (!sp)
+		return HG_STRICT;
+	char **envp = (char **)(sp + 1 + sp[0] + 1);
+	for (; *envp; envp++) {
+		const char *e = *envp;
+		size_t i = 0;
+		while (key[i] && e[i] == key[i])
+			i++;
+		if (!key[i]) {
+			if (strcmp(e + i, "deferred") == 0)
+				return HG_DEFERRED;
+			if (e[i] && strcmp(e + i, "strict") != 0)
+				hg_say("heapguard: WARNING: SYSCELL_HEAPGUARD is neither strict nor deferred; strict mode\n");
+			return HG_STRICT;
+		}
+	}
+	return HG_STRICT;
+}
+
 static void finish_start(void)
 {
-	pthread_key_create(&exit_key, hg_thread_exit);
-	hg_install_fork_handlers();
+	pthread_key_create(&exit_key, hg_mode == HG_DEFERRED ? hd_thread_exit : hg_thread_exit);
+	if (hg_mode == HG_DEFERRED)
+		hd_install_fork_handlers();
+	else
+		hg_install_fork_handlers();
 	hg_install_fault_handler();
 }
 
@@ -86,7 +119,8 @@ void hg_init(void)
 			sched_yield();
 		return;
 	}
-	if (start_heap() != 0)
+	hg_mode = env_mode();
+	if ((hg_mode == HG_DEFERRED ? hd_start() : start_heap()) != 0)
 		hg_fallback("cannot reserve the guarded heap's address space");
 	atomic_store_explicit(&ready, 2, memory_order_release);
 	// These may allocate; the heap is usable now.

@@ -219,10 +219,10 @@ void hg_small_free(void *p, uint32_t trace)
 	    atomic_load_explicit(&rec->alloc, memory_order_acquire) == 0)
 		hg_report_free_error("invalid free (not an object's address)", p, NULL, trace);
 	if (a % HG_PAGE != rec->extent)
-		hg_report_free_error("invalid free (pointer inside an object)", p, rec, trace);
+		hg_report_record_error("invalid free (pointer inside an object)", p, rec, trace);
 	uint32_t live = 0;
 	if (!atomic_compare_exchange_strong(&rec->freed, &live, trace + 1))
-		hg_report_free_error("double free", p, rec, trace);
+		hg_report_record_error("double free", p, rec, trace);
 	hg_revoke((void *)(a & ~(HG_PAGE - 1)), HG_PAGE);
 	finish_slots(run_of(frame), 1);
 }
@@ -235,7 +235,7 @@ size_t hg_small_usable(const void *p, uint32_t trace)
 	if (alloc == 0 || (uintptr_t)p % HG_PAGE != rec->extent)
 		hg_report_free_error("invalid pointer (not an object's address)", p, NULL, trace);
 	if (atomic_load(&rec->freed))
-		hg_report_free_error("use of a freed object's address", p, rec, trace);
+		hg_report_record_error("use of a freed object's address", p, rec, trace);
 	return hg_class_size[(alloc - 1) >> 24];
 }
 

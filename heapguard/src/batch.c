@@ -1,0 +1,287 @@
+// Deferred mode: dead memory. A page whose objects are all freed, or a
+// freed large object's pages, wait in the batch; when it holds
+// HD_BATCH_RANGES ranges or HD_BATCH_BYTES bytes, all of it is revoked at
+// once: sorted, adjacent ranges merged, one MADV_GUARD_INSTALL per range
+// (which frees the memory too). That batch is the bound on how long freed
+// memory stays readable once nothing in it is alive.
+//
+// Revoked pages count toward their 2 MiB block; a block whose pages are all
+// dead is released: a PROT_NONE mapping over it frees its page tables and
+// keeps its addresses reserved and faulting. Its records (the sites a
+// report names) are kept while the records of newer released blocks fit in
+// HD_RETAIN_BYTES; then they are dropped too.
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+
+struct range {
+	struct hd_region *r;
+	uintptr_t off;
+	size_t pages;
+};
+
+static struct range batch[HD_BATCH_RANGES];
+static int batch_n;
+static size_t batch_bytes;
+
+// Each run of released blocks splits its region's VMA in two more: beyond
+// this many runs, blocks keep their guard markers instead (only page
+// tables are at stake), leaving the program most of vm.max_map_count.
+#define MAX_ISLANDS 8192
+static int islands;
+
+// Dead spans (and released large blocks) whose records are kept, oldest
+// first.
+#define RETAIN_MAX 4096
+enum { SMALL_SPAN, LARGE_BLOCK };
+static struct {
+	uint8_t kind;
+	uint32_t index;
+	uint32_t bytes;
+} retained[RETAIN_MAX];
+static unsigned retain_head, retain_n;
+static size_t retain_bytes;
+
+static void drop(void *at, size_t len)
+{
+	madvise(at, len, MADV_DONTNEED);
+}
+
+// A span's records fill whole pages of its own when they need a page or
+// more (the small classes), so that they can be dropped with the span;
+// smaller arrays are packed, and dropped with their block.
+static int own_pages(unsigned slots)
+{
+	return slots * 8 >= HG_PAGE;
+}
+
+static size_t span_record_bytes(const struct hd_span *s)
+{
+	return own_pages(s->slots) ? ((size_t)s->slots * 8 + HG_PAGE - 1) & ~(HG_PAGE - 1) : (size_t)s->slots * 8;
+}
+
+// hd_records_for places the records of a span of slots slots at offset off
+// in its block's record area.
+uint32_t hd_records_for(uintptr_t off, unsigned slots)
+{
+	atomic_uint *used = &hd.small.blocks[off / HD_BLOCK].rec_used;
+	if (!own_pages(slots))
+		return atomic_fetch_add(used, slots * 8);
+	uint32_t len = (slots * 8 + (uint32_t)HG_PAGE - 1) & ~(uint32_t)(HG_PAGE - 1), at = atomic_load(used), start;
+	do
+		start = (at + (uint32_t)HG_PAGE - 1) & ~(uint32_t)(HG_PAGE - 1);
+	while (!atomic_compare_exchange_weak(used, &at, start + len));
+	return start;
+}
+
+// drop_span_table drops the pages of span entries that only blocks whose
+// records are all forgotten use.
+static void drop_span_table(uint32_t b)
+{
+	uintptr_t per = HD_BLOCK / HD_SPAN * sizeof(struct hd_span);
+	uintptr_t lo = ((uintptr_t)b * per) & ~(HG_PAGE - 1), hi = ((uintptr_t)b + 1) * per;
+	for (uintptr_t pg = lo; pg < hi; pg += HG_PAGE) {
+		int all = 1;
+		for (uintptr_t k = pg / per; k <= (pg + HG_PAGE - 1) / per && all; k++)
+			all = atomic_load(&hd.small.blocks[k].forgotten);
+		if (all)
+			drop((char *)hd.spans + pg, HG_PAGE);
+	}
+}
+
+static void forget_span(uint32_t i)
+{
+	struct hd_span *s = &hd.spans[i];
+	uintptr_t off = (uintptr_t)i * HD_SPAN;
+	struct hd_block *b = &hd.small.blocks[off / HD_BLOCK];
+	char *records = (char *)hd.small_rec + off / HD_BLOCK * HD_REC_BLOCK;
+	atomic_store(&s->forgotten, 1);
+	if (own_pages(s->slots))
+		drop(records + s->rec_off, span_record_bytes(s));
+	if (atomic_fetch_add(&b->spans_forgotten, 1) + 1 == HD_BLOCK / HD_SPAN) {
+		atomic_store(&b->forgotten, 1);
+		drop(records, HD_REC_BLOCK);
+		drop_span_table((uint32_t)(off / HD_BLOCK));
+	}
+}
+
+// forget drops the oldest retained records.
+static void forget(void)
+{
+	uint32_t i = retained[retain_head].index;
+	if (retained[retain_head].kind == SMALL_SPAN) {
+		forget_span(i);
+	} else {
+		atomic_store(&hd.large.blocks[i].forgotten, 1);
+		drop(&hd.large_rec[(uintptr_t)i * HD_BLOCK_PAGES], HD_BLOCK_PAGES * sizeof(struct hd_large_rec));
+	}
+	retain_bytes -= retained[retain_head].bytes;
+	retain_head = (retain_head + 1) % RETAIN_MAX;
+	retain_n--;
+}
+
+static void retain(uint8_t kind, uint32_t index, size_t bytes)
+{
+	if (retain_n == RETAIN_MAX)
+		forget();
+	unsigned at = (retain_head + retain_n++) % RETAIN_MAX;
+	retained[at].kind = kind;
+	retained[at].index = index;
+	retained[at].bytes = (uint32_t)bytes;
+	retain_bytes += bytes;
+	while (retain_bytes > HD_RETAIN_BYTES && retain_n > 1)
+		forget();
+}
+
+static int released(const struct hd_region *r, int64_t b)
+{
+	return b >= 0 && b < (int64_t)HD_BLOCKS && atomic_load(&r->blocks[b].released);
+}
+
+// release replaces block b, every page of it dead, by PROT_NONE; 0 if it
+// cannot (the block keeps its guard markers, which fault all the same).
+static int release(struct hd_region *r, uint32_t b)
+{
+	int delta = 1 - released(r, (int64_t)b - 1) - released(r, (int64_t)b + 1);
+	if (islands + delta > MAX_ISLANDS)
+		return 0;
+	if (mmap(r->base + (uintptr_t)b * HD_BLOCK, HD_BLOCK, PROT_NONE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
+		return 0;
+	islands += delta;
+	atomic_store(&r->blocks[b].released, 1);
+	if (r == &hd.large)
+		retain(LARGE_BLOCK, b, HD_BLOCK_PAGES * sizeof(struct hd_large_rec));
+	return 1;
+}
+
+// count_span_pages adds dead pages of the small region to their spans; a
+// span whose pages are all dead has its records retained.
+static void count_span_pages(uintptr_t off, size_t pages)
+{
+	while (pages) {
+		struct hd_span *s = &hd.spans[off / HD_SPAN];
+		size_t n = HD_SPAN_PAGES - off % HD_SPAN / HG_PAGE;
+		if (n > pages)
+			n = pages;
+		if (atomic_fetch_add(&s->dead, (uint8_t)n) + n == HD_SPAN_PAGES)
+			retain(SMALL_SPAN, (uint32_t)(off / HD_SPAN), span_record_bytes(s));
+		off += n * HG_PAGE;
+		pages -= n;
+	}
+}
+
+// count_dead adds pages, revoked or never used, to their spans and blocks.
+// The lock is held.
+static void count_dead(struct hd_region *r, uintptr_t off, size_t pages)
+{
+	if (r == &hd.small)
+		count_span_pages(off, pages);
+	while (pages) {
+		uint32_t b = (uint32_t)(off / HD_BLOCK);
+		size_t n = (size_t)(b + 1) * HD_BLOCK_PAGES - off / HG_PAGE;
+		if (n > pages)
+			n = pages;
+		if (atomic_fetch_add(&r->blocks[b].dead, (unsigned)n) + n == HD_BLOCK_PAGES)
+			release(r, b);
+		off += n * HG_PAGE;
+		pages -= n;
+	}
+}
+
+// revoke_range revokes a dead range; a whole block in it is released
+// instead, which faults too and saves the markers.
+static void revoke_range(struct hd_region *r, uintptr_t off, size_t pages)
+{
+	while (pages) {
+		uint32_t b = (uint32_t)(off / HD_BLOCK);
+		size_t n = (size_t)(b + 1) * HD_BLOCK_PAGES - off / HG_PAGE;
+		if (n > pages)
+			n = pages;
+		if (n == HD_BLOCK_PAGES && atomic_load(&r->blocks[b].dead) == 0 && release(r, b)) {
+			atomic_store(&r->blocks[b].dead, HD_BLOCK_PAGES);
+			if (r == &hd.small)
+				count_span_pages(off, n);
+		} else {
+			hg_revoke(r->base + off, n * HG_PAGE);
+			count_dead(r, off, n);
+		}
+		off += n * HG_PAGE;
+		pages -= n;
+	}
+}
+
+static int before(const struct range *a, const struct range *b)
+{
+	return a->r != b->r ? a->r < b->r : a->off < b->off;
+}
+
+// flush revokes the batch, merging adjacent ranges. The lock is held.
+static void flush(void)
+{
+	for (int i = 1; i < batch_n; i++)
+		for (int j = i; j > 0 && before(&batch[j], &batch[j - 1]); j--) {
+			struct range t = batch[j];
+			batch[j] = batch[j - 1];
+			batch[j - 1] = t;
+		}
+	for (int i = 0; i < batch_n;) {
+		struct range m = batch[i++];
+		while (i < batch_n && batch[i].r == m.r && batch[i].off == m.off + m.pages * HG_PAGE)
+			m.pages += batch[i++].pages;
+		revoke_range(m.r, m.off, m.pages);
+	}
+	batch_n = 0;
+	batch_bytes = 0;
+}
+
+// hd_dead puts a dead range (offset off of region r) in the batch.
+void hd_dead(struct hd_region *r, uintptr_t off, size_t pages)
+{
+	hg_lock();
+	batch[batch_n++] = (struct range){r, off, pages};
+	batch_bytes += pages * HG_PAGE;
+	if (batch_n == HD_BATCH_RANGES || batch_bytes >= HD_BATCH_BYTES)
+		flush();
+	hg_unlock();
+}
+
+// hd_dead_now revokes a dead range at once.
+void hd_dead_now(struct hd_region *r, uintptr_t off, size_t pages)
+{
+	hg_lock();
+	revoke_range(r, off, pages);
+	hg_unlock();
+}
+
+// hd_never_used counts pages that no object was ever handed out from: no
+// pointer can reach them, so they need no revocation.
+void hd_never_used(struct hd_region *r, uintptr_t off, size_t pages)
+{
+	hg_lock();
+	count_dead(r, off, pages);
+	hg_unlock();
+}
+
+static void before_fork(void)
+{
+	hg_lock();
+}
+
+static void after_fork(void)
+{
+	hg_unlock();
+}
+
+static void in_child(void)
+{
+	hg_lock_reset();
+}
+
+// The deferred heap is private memory: fork copies it, markers included.
+void hd_install_fork_handlers(void)
+{
+	pthread_atfork(before_fork, after_fork, in_child);
+}
