@@ -20,6 +20,7 @@
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,7 +155,9 @@ int uaf_realloc(void)
 {
 	char *p = alloc_site(16);
 	char *q = realloc(p, 5000);
-	if (q == p || q[15] != 'a')
+	if (q == p)
+		return 4;	// grown in place: nothing was freed
+	if (q[15] != 'a')
 		return 3;
 	use_freed(p, 0);
 	return 0;
@@ -277,7 +280,8 @@ int uaf_released(void)
 }
 
 // A child forked after chunks were released still faults on an object in
-// one (its windows are new mappings, released again).
+// one (its windows are new mappings, released again); the parent ends as
+// the child did.
 int uaf_fork_released(void)
 {
 	churn_16(300000);
@@ -292,7 +296,11 @@ int uaf_fork_released(void)
 	}
 	int status;
 	waitpid(child, &status, 0);
-	return WIFSIGNALED(status) && WTERMSIG(status) == 11 ? 0 : 6;
+	if (WIFSIGNALED(status)) {
+		signal(WTERMSIG(status), SIG_DFL);
+		raise(WTERMSIG(status));
+	}
+	_exit(WEXITSTATUS(status));
 }
 
 // The same for a large object: its block of the large region is released
