@@ -12,6 +12,8 @@
 // HD_RETAIN_BYTES; then they are dropped too.
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include "internal.h"
@@ -135,6 +137,13 @@ static void retain(uint8_t kind, uint32_t index, size_t bytes)
 		forget();
 }
 
+// piece: how many pages from off (of left) lie in off's block.
+static size_t piece(uintptr_t off, size_t left)
+{
+	size_t n = (off / HD_BLOCK + 1) * HD_BLOCK_PAGES - off / HG_PAGE;
+	return n < left ? n : left;
+}
+
 static int released(const struct hd_region *r, int64_t b)
 {
 	return b >= 0 && b < (int64_t)HD_BLOCKS && atomic_load(&r->blocks[b].released);
@@ -179,38 +188,61 @@ static void count_dead(struct hd_region *r, uintptr_t off, size_t pages)
 {
 	if (r == &hd.small)
 		count_span_pages(off, pages);
-	while (pages) {
-		uint32_t b = (uint32_t)(off / HD_BLOCK);
-		size_t n = (size_t)(b + 1) * HD_BLOCK_PAGES - off / HG_PAGE;
-		if (n > pages)
-			n = pages;
-		if (atomic_fetch_add(&r->blocks[b].dead, (unsigned)n) + n == HD_BLOCK_PAGES)
-			release(r, b);
-		off += n * HG_PAGE;
-		pages -= n;
+	for (size_t n; pages; off += n * HG_PAGE, pages -= n) {
+		n = piece(off, pages);
+		if (atomic_fetch_add(&r->blocks[off / HD_BLOCK].dead, (unsigned)n) + n == HD_BLOCK_PAGES)
+			release(r, (uint32_t)(off / HD_BLOCK));
 	}
 }
 
-// revoke_range revokes a dead range; a whole block in it is released
-// instead, which faults too and saves the markers.
-static void revoke_range(struct hd_region *r, uintptr_t off, size_t pages)
+// Whole blocks are released rather than revoked page by page: the
+// PROT_NONE mapping faults too, and saves the markers.
+static int whole_block(uintptr_t off, size_t pages)
 {
-	while (pages) {
-		uint32_t b = (uint32_t)(off / HD_BLOCK);
-		size_t n = (size_t)(b + 1) * HD_BLOCK_PAGES - off / HG_PAGE;
-		if (n > pages)
-			n = pages;
-		if (n == HD_BLOCK_PAGES && atomic_load(&r->blocks[b].dead) == 0 && release(r, b)) {
-			atomic_store(&r->blocks[b].dead, HD_BLOCK_PAGES);
-			if (r == &hd.small)
-				count_span_pages(off, n);
-		} else {
-			hg_revoke(r->base + off, n * HG_PAGE);
-			count_dead(r, off, n);
+	return off % HD_BLOCK == 0 && pages == HD_BLOCK_PAGES;
+}
+
+// Revocations run without the lock (they are most of a flush's time, and
+// other threads' frees would wait on it); every range taken from the batch
+// is counted in `flushing` until its pages are counted dead, so that fork
+// can wait for them (a child would never revoke a range that another
+// thread was revoking).
+static atomic_int flushing;
+
+static void revoke_pieces(const struct range *m, int n)
+{
+	for (int i = 0; i < n; i++)
+		for (uintptr_t off = m[i].off, left = m[i].pages, k; left; off += k * HG_PAGE, left -= k) {
+			k = piece(off, left);
+			if (!whole_block(off, k))
+				hg_revoke(m[i].r->base + off, k * HG_PAGE);
 		}
-		off += n * HG_PAGE;
-		pages -= n;
+}
+
+// count_piece releases a whole block, or counts a piece's pages dead. The
+// lock is held.
+static void count_piece(struct hd_region *r, uintptr_t off, size_t pages)
+{
+	if (!whole_block(off, pages)) {
+		count_dead(r, off, pages);
+	} else if (release(r, (uint32_t)(off / HD_BLOCK))) {
+		atomic_store(&r->blocks[off / HD_BLOCK].dead, HD_BLOCK_PAGES);
+		if (r == &hd.small)
+			count_span_pages(off, pages);
+	} else {
+		hg_revoke(r->base + off, pages * HG_PAGE);
+		count_dead(r, off, pages);
 	}
+}
+
+static void count_pieces(const struct range *m, int n)
+{
+	for (int i = 0; i < n; i++)
+		for (uintptr_t off = m[i].off, left = m[i].pages, k; left; off += k * HG_PAGE, left -= k) {
+			k = piece(off, left);
+			count_piece(m[i].r, off, k);
+		}
+	atomic_fetch_sub(&flushing, 1);
 }
 
 static int before(const struct range *a, const struct range *b)
@@ -218,23 +250,34 @@ static int before(const struct range *a, const struct range *b)
 	return a->r != b->r ? a->r < b->r : a->off < b->off;
 }
 
-// flush revokes the batch, merging adjacent ranges. The lock is held.
-static void flush(void)
+// merge sorts ranges and merges adjacent ones; the new count.
+static int merge(struct range *m, int n)
 {
-	for (int i = 1; i < batch_n; i++)
-		for (int j = i; j > 0 && before(&batch[j], &batch[j - 1]); j--) {
-			struct range t = batch[j];
-			batch[j] = batch[j - 1];
-			batch[j - 1] = t;
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && before(&m[j], &m[j - 1]); j--) {
+			struct range t = m[j];
+			m[j] = m[j - 1];
+			m[j - 1] = t;
 		}
-	for (int i = 0; i < batch_n;) {
-		struct range m = batch[i++];
-		while (i < batch_n && batch[i].r == m.r && batch[i].off == m.off + m.pages * HG_PAGE)
-			m.pages += batch[i++].pages;
-		revoke_range(m.r, m.off, m.pages);
-	}
-	batch_n = 0;
-	batch_bytes = 0;
+	int out = 0;
+	for (int i = 0; i < n; i++)
+		if (out && m[i].r == m[out - 1].r && m[i].off == m[out - 1].off + m[out - 1].pages * HG_PAGE)
+			m[out - 1].pages += m[i].pages;
+		else
+			m[out++] = m[i];
+	return out;
+}
+
+// revoke revokes ranges taken from the batch (or a single dead range), the
+// lock held on entry and on return, not in between.
+static void revoke(struct range *m, int n)
+{
+	atomic_fetch_add(&flushing, 1);
+	hg_unlock();
+	n = merge(m, n);
+	revoke_pieces(m, n);
+	hg_lock();
+	count_pieces(m, n);
 }
 
 // hd_dead puts a dead range (offset off of region r) in the batch.
@@ -243,16 +286,23 @@ void hd_dead(struct hd_region *r, uintptr_t off, size_t pages)
 	hg_lock();
 	batch[batch_n++] = (struct range){r, off, pages};
 	batch_bytes += pages * HG_PAGE;
-	if (batch_n == HD_BATCH_RANGES || batch_bytes >= HD_BATCH_BYTES)
-		flush();
+	if (batch_n == HD_BATCH_RANGES || batch_bytes >= HD_BATCH_BYTES) {
+		struct range taken[HD_BATCH_RANGES];
+		int n = batch_n;
+		memcpy(taken, batch, sizeof taken[0] * (size_t)n);
+		batch_n = 0;
+		batch_bytes = 0;
+		revoke(taken, n);
+	}
 	hg_unlock();
 }
 
 // hd_dead_now revokes a dead range at once.
 void hd_dead_now(struct hd_region *r, uintptr_t off, size_t pages)
 {
+	struct range m = {r, off, pages};
 	hg_lock();
-	revoke_range(r, off, pages);
+	revoke(&m, 1);
 	hg_unlock();
 }
 
@@ -268,6 +318,11 @@ void hd_never_used(struct hd_region *r, uintptr_t off, size_t pages)
 static void before_fork(void)
 {
 	hg_lock();
+	while (atomic_load(&flushing)) {
+		hg_unlock();
+		sched_yield();
+		hg_lock();
+	}
 }
 
 static void after_fork(void)
