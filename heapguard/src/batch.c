@@ -12,8 +12,6 @@
 // HD_RETAIN_BYTES; then they are dropped too.
 #define _GNU_SOURCE
 #include <pthread.h>
-#include <sched.h>
-#include <string.h>
 #include <sys/mman.h>
 
 #include "internal.h"
@@ -202,47 +200,17 @@ static int whole_block(uintptr_t off, size_t pages)
 	return off % HD_BLOCK == 0 && pages == HD_BLOCK_PAGES;
 }
 
-// Revocations run without the lock (they are most of a flush's time, and
-// other threads' frees would wait on it); every range taken from the batch
-// is counted in `flushing` until its pages are counted dead, so that fork
-// can wait for them (a child would never revoke a range that another
-// thread was revoking).
-static atomic_int flushing;
-
-static void revoke_pieces(const struct range *m, int n)
+// revoke_piece revokes dead pages within one block. The lock is held.
+static void revoke_piece(struct hd_region *r, uintptr_t off, size_t pages)
 {
-	for (int i = 0; i < n; i++)
-		for (uintptr_t off = m[i].off, left = m[i].pages, k; left; off += k * HG_PAGE, left -= k) {
-			k = piece(off, left);
-			if (!whole_block(off, k))
-				hg_revoke(m[i].r->base + off, k * HG_PAGE);
-		}
-}
-
-// count_piece releases a whole block, or counts a piece's pages dead. The
-// lock is held.
-static void count_piece(struct hd_region *r, uintptr_t off, size_t pages)
-{
-	if (!whole_block(off, pages)) {
-		count_dead(r, off, pages);
-	} else if (release(r, (uint32_t)(off / HD_BLOCK))) {
+	if (whole_block(off, pages) && release(r, (uint32_t)(off / HD_BLOCK))) {
 		atomic_store(&r->blocks[off / HD_BLOCK].dead, HD_BLOCK_PAGES);
 		if (r == &hd.small)
 			count_span_pages(off, pages);
-	} else {
-		hg_revoke(r->base + off, pages * HG_PAGE);
-		count_dead(r, off, pages);
+		return;
 	}
-}
-
-static void count_pieces(const struct range *m, int n)
-{
-	for (int i = 0; i < n; i++)
-		for (uintptr_t off = m[i].off, left = m[i].pages, k; left; off += k * HG_PAGE, left -= k) {
-			k = piece(off, left);
-			count_piece(m[i].r, off, k);
-		}
-	atomic_fetch_sub(&flushing, 1);
+	hg_revoke(r->base + off, pages * HG_PAGE);
+	count_dead(r, off, pages);
 }
 
 static int before(const struct range *a, const struct range *b)
@@ -268,16 +236,18 @@ static int merge(struct range *m, int n)
 	return out;
 }
 
-// revoke revokes ranges taken from the batch (or a single dead range), the
-// lock held on entry and on return, not in between.
+// revoke revokes dead ranges (the batch, or one range). The lock is held
+// throughout: a free that fills the batch returns only once every range
+// queued before it is revoked, which is what the bound promises, even when
+// another thread's free started the flush.
 static void revoke(struct range *m, int n)
 {
-	atomic_fetch_add(&flushing, 1);
-	hg_unlock();
 	n = merge(m, n);
-	revoke_pieces(m, n);
-	hg_lock();
-	count_pieces(m, n);
+	for (int i = 0; i < n; i++)
+		for (uintptr_t off = m[i].off, left = m[i].pages, k; left; off += k * HG_PAGE, left -= k) {
+			k = piece(off, left);
+			revoke_piece(m[i].r, off, k);
+		}
 }
 
 // hd_dead puts a dead range (offset off of region r) in the batch.
@@ -287,12 +257,9 @@ void hd_dead(struct hd_region *r, uintptr_t off, size_t pages)
 	batch[batch_n++] = (struct range){r, off, pages};
 	batch_bytes += pages * HG_PAGE;
 	if (batch_n == HD_BATCH_RANGES || batch_bytes >= HD_BATCH_BYTES) {
-		struct range taken[HD_BATCH_RANGES];
-		int n = batch_n;
-		memcpy(taken, batch, sizeof taken[0] * (size_t)n);
+		revoke(batch, batch_n);
 		batch_n = 0;
 		batch_bytes = 0;
-		revoke(taken, n);
 	}
 	hg_unlock();
 }
@@ -318,11 +285,6 @@ void hd_never_used(struct hd_region *r, uintptr_t off, size_t pages)
 static void before_fork(void)
 {
 	hg_lock();
-	while (atomic_load(&flushing)) {
-		hg_unlock();
-		sched_yield();
-		hg_lock();
-	}
 }
 
 static void after_fork(void)
