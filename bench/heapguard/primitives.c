@@ -109,6 +109,32 @@ static double m_populate_shared(void)
 	return t / pages;
 }
 
+// Fresh private memory, as an allocator that never reuses an address takes
+// it: a write fault per page, or one MADV_POPULATE_WRITE per 2 MiB.
+static double m_write_fault_anon(void)
+{
+	char *a = anon();
+	double t = now_ns();
+	touch(a);
+	t = now_ns() - t;
+	munmap(a, pages * PAGE);
+	return t / pages;
+}
+
+static double m_populate_anon(void)
+{
+	char *a = anon();
+	double t = now_ns();
+	for (size_t i = 0; i < pages; i += 512) {
+		size_t n = pages - i < 512 ? pages - i : 512;
+		if (madvise(a + i * PAGE, n * PAGE, MADV_POPULATE_WRITE))
+			die("MADV_POPULATE_WRITE");
+	}
+	t = now_ns() - t;
+	munmap(a, pages * PAGE);
+	return t / pages;
+}
+
 static double guard_each(char *base)
 {
 	touch(base);
@@ -138,18 +164,20 @@ static double m_guard_untouched(void)
 }
 
 // One call over a whole range: the cost per page when revocations can be
-// made contiguous.
-static double m_guard_range(void)
+// made contiguous. On private memory it also frees the pages.
+static double guard_range(char *base)
 {
-	char *w = window();
-	touch(w);
+	touch(base);
 	double t = now_ns();
-	if (madvise(w, pages * PAGE, MADV_GUARD_INSTALL))
+	if (madvise(base, pages * PAGE, MADV_GUARD_INSTALL))
 		die("MADV_GUARD_INSTALL");
 	t = now_ns() - t;
-	munmap(w, pages * PAGE);
+	munmap(base, pages * PAGE);
 	return t / pages;
 }
+
+static double m_guard_range(void) { return guard_range(window()); }
+static double m_guard_range_anon(void) { return guard_range(anon()); }
 
 // The system-call floor: a madvise that changes nothing.
 static double m_madvise_noop(void)
@@ -289,6 +317,9 @@ int main(int argc, char **argv)
 	row("MADV_GUARD_INSTALL, one page, 2nd thread running", m_guard_shared_2threads);
 	row("MADV_GUARD_INSTALL, one page never touched", m_guard_untouched);
 	row("MADV_GUARD_INSTALL, one call over all pages", m_guard_range);
+	row("write fault, private anon (fresh page)", m_write_fault_anon);
+	row("MADV_POPULATE_WRITE, private anon, 2 MiB at a time", m_populate_anon);
+	row("MADV_GUARD_INSTALL, one call over all pages, private anon", m_guard_range_anon);
 	row("madvise(MADV_NORMAL), syscall floor", m_madvise_noop);
 	row("process_madvise GUARD_INSTALL, 1,024 ranges/call", m_guard_batch_shared);
 	row("alias mmap + touch + munmap (Oscar)", m_alias_mmap_munmap);

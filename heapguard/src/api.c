@@ -19,19 +19,21 @@ static int ours(uintptr_t a)
 	return (hg.small && hg_in_small(a)) || (hg.large && hg_in_large(a)) || hd_owns(a);
 }
 
-static void *guarded_alloc(size_t size, size_t align, uint32_t trace)
+// guarded_alloc makes an object of size bytes in room bytes or more (room
+// >= size).
+static void *guarded_alloc(size_t size, size_t room, size_t align, uint32_t trace)
 {
 	if (hg_mode == HG_DEFERRED)
 		return hd_alloc(size, align, trace);
-	int cls = hg_small_class(size, align);
+	int cls = hg_small_class(room, align);
 	return cls >= 0 ? hg_small_alloc(cls, size, trace) : hg_large_alloc(size, align, trace);
 }
 
-static void *alloc(size_t size, size_t align, void *frame)
+static void *alloc_in(size_t size, size_t room, size_t align, void *frame)
 {
 	hg_init();
 	if (!atomic_load_explicit(&hg.fallback, memory_order_relaxed)) {
-		void *p = guarded_alloc(size, align, hg_trace_here(frame));
+		void *p = guarded_alloc(size, room, align, hg_trace_here(frame));
 		if (p || !atomic_load(&hg.fallback)) {
 			if (!p)
 				errno = ENOMEM;
@@ -39,6 +41,21 @@ static void *alloc(size_t size, size_t align, void *frame)
 		}
 	}
 	return align <= 16 ? __libc_malloc(size) : __libc_memalign(align, size);
+}
+
+static void *alloc(size_t size, size_t align, void *frame)
+{
+	return alloc_in(size, size, align, frame);
+}
+
+// realloc_room: the room a small object that realloc moves gets in strict
+// mode, where each move costs a revocation: twice what is asked, so that
+// an object grown step by step (a string, a vector) moves half as often.
+static size_t realloc_room(size_t size)
+{
+	if (hg_mode == HG_DEFERRED || size > HG_SMALL_MAX)
+		return size;
+	return size * 2 < HG_SMALL_MAX ? size * 2 : HG_SMALL_MAX;
 }
 
 static void release(void *p, void *frame)
@@ -115,7 +132,7 @@ API void *realloc(void *p, size_t size)
 	size_t old = usable(p, frame);
 	if (size <= old)
 		return p;
-	void *q = alloc(size, 16, frame);
+	void *q = alloc_in(size, realloc_room(size), 16, frame);
 	if (q) {
 		memcpy(q, p, old);
 		release(p, frame);
