@@ -118,8 +118,10 @@ class Workload:
         """max(work, thread) bound with t ns per unit, per(...) units in all
         and exit_per(proc) units on each process's exit thread."""
         t *= 1e-9
-        work_b = (self.C - self.A + per * t) / self.cpus
-        thread_b = max((float(p["exit_thread_cpu"]) * self.scale - float(p["exit_thread_alloc_s"])
+        # A overestimates (it includes the timing's own cost): the program's
+        # own time is never counted below zero.
+        work_b = (max(0.0, self.C - self.A) + per * t) / self.cpus
+        thread_b = max((max(0.0, float(p["exit_thread_cpu"]) * self.scale - float(p["exit_thread_alloc_s"]))
                         + exit_per(p) * t for p in self.procs), default=0.0)
         return max(work_b, thread_b) / self.T
 
