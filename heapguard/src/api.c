@@ -24,7 +24,7 @@ static int ours(uintptr_t a)
 static void *guarded_alloc(size_t size, size_t room, size_t align, uint32_t trace)
 {
 	if (hg_mode == HG_DEFERRED)
-		return hd_alloc(size, align, trace);
+		return hd_alloc(size, room, align, trace);
 	int cls = hg_small_class(room, align);
 	return cls >= 0 ? hg_small_alloc(cls, size, trace) : hg_large_alloc(size, align, trace);
 }
@@ -48,14 +48,16 @@ static void *alloc(size_t size, size_t align, void *frame)
 	return alloc_in(size, size, align, frame);
 }
 
-// realloc_room: the room a small object that realloc moves gets in strict
-// mode, where each move costs a revocation: twice what is asked, so that
-// an object grown step by step (a string, a vector) moves half as often.
+// realloc_room: the room a small object that realloc moves gets: twice
+// what is asked, so that an object grown step by step (a string, a vector)
+// moves half as often; each move costs a revocation in strict mode, and a
+// copy and fresh memory in deferred mode.
 static size_t realloc_room(size_t size)
 {
-	if (hg_mode == HG_DEFERRED || size > HG_SMALL_MAX)
+	size_t most = hg_mode == HG_DEFERRED ? HD_SMALL_MAX : HG_SMALL_MAX;
+	if (size > most)
 		return size;
-	return size * 2 < HG_SMALL_MAX ? size * 2 : HG_SMALL_MAX;
+	return size * 2 < most ? size * 2 : most;
 }
 
 static void release(void *p, void *frame)
@@ -130,7 +132,7 @@ API void *realloc(void *p, size_t size)
 	if (!ours((uintptr_t)p))
 		return __libc_realloc(p, size);
 	size_t old = usable(p, frame);
-	if (size <= old)
+	if (size <= old || (hd_owns((uintptr_t)p) && hd_grow(p, size)))
 		return p;
 	void *q = alloc_in(size, realloc_room(size), 16, frame);
 	if (q) {

@@ -242,9 +242,10 @@ void hd_thread_exit(void *unused)
 	cache.registered = 0;
 }
 
-void *hd_alloc(size_t size, size_t align, uint32_t trace)
+// hd_alloc makes an object of size bytes in room bytes or more.
+void *hd_alloc(size_t size, size_t room, size_t align, uint32_t trace)
 {
-	int cls = class_of(size, align);
+	int cls = class_of(room, align);
 	return cls >= 0 ? small_alloc(cls, size, trace) : hd_large_alloc(size, align, trace);
 }
 
@@ -275,6 +276,14 @@ size_t hd_usable(const void *p, uint32_t trace)
 	if (f.freed)
 		hg_report_free_error("use of a freed object's address", p, &f, trace);
 	return class_size[hd.spans[(a - (uintptr_t)hd.small.base) / HD_SPAN].cls - 1];
+}
+
+// hd_grow grows p in place to size bytes, if it can: a large object that
+// ends where the large region's top is (what realloc of the last object
+// made asks, again and again) takes the fresh pages after it.
+int hd_grow(void *p, size_t size)
+{
+	return !in_small((uintptr_t)p) && hd_large_grow(p, size);
 }
 
 // hd_fresh tells whether p is made of pages never handed out before (zero).

@@ -81,6 +81,19 @@ void hd_large_free(void *p, uint32_t trace)
 		hd_dead(&hd.large, off, pages);
 }
 
+// hd_large_grow: hd_grow for the large region. p is a live object (realloc
+// checked it).
+int hd_large_grow(void *p, size_t size)
+{
+	uintptr_t off = (uintptr_t)p - (uintptr_t)hd.large.base;
+	struct hd_large_rec *rec = record_at(off);
+	unsigned long end = off + pages_of(rec->size) * HG_PAGE, grown = off + pages_of(size) * HG_PAGE;
+	if (grown > HD_REGION || !atomic_compare_exchange_strong(&hd.large.top, &end, grown))
+		return 0;
+	rec->size = size;
+	return 1;
+}
+
 // hd_large_usable checks that p is a live object, as free does.
 size_t hd_large_usable(const void *p, uint32_t trace)
 {

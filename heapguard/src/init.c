@@ -120,6 +120,8 @@ void hg_init(void)
 		return;
 	}
 	hg_mode = env_mode();
+	if (hg_mode == HG_DEFERRED)
+		hg_trace_depth = HD_TRACE_DEPTH;
 	if ((hg_mode == HG_DEFERRED ? hd_start() : start_heap()) != 0)
 		hg_fallback("cannot reserve the guarded heap's address space");
 	atomic_store_explicit(&ready, 2, memory_order_release);

@@ -35,7 +35,11 @@
 // rather than by one fault per page.
 #define HG_POPULATE_MAX (64UL << 10)
 
+// Frames recorded per site: strict mode records HG_TRACE_DEPTH, deferred
+// mode HD_TRACE_DEPTH (the walk and the lookup cost in every malloc and
+// free, which deferred mode must keep near glibc's; heapguard/README.md).
 #define HG_TRACE_DEPTH 8
+#define HD_TRACE_DEPTH 4
 
 // A run: consecutive frames that hold objects of one class and live and die
 // together. Slot s of frame f of the current generation is the page of
@@ -162,6 +166,7 @@ int hg_block_released(uintptr_t addr);
 int hg_chunk_unmap(uint32_t chunk, unsigned w);
 
 // trace.c
+extern int hg_trace_depth;
 uint32_t hg_trace_here(void *frame);
 int hg_trace_get(uint32_t id, uintptr_t out[HG_TRACE_DEPTH]);
 
@@ -258,7 +263,8 @@ static inline int hd_owns(uintptr_t a)
 
 // deferred.c
 int hd_start(void);
-void *hd_alloc(size_t size, size_t align, uint32_t trace);
+void *hd_alloc(size_t size, size_t room, size_t align, uint32_t trace);
+int hd_grow(void *p, size_t size);
 void hd_free(void *p, uint32_t trace);
 size_t hd_usable(const void *p, uint32_t trace);
 int hd_fresh(const void *p);
@@ -269,6 +275,7 @@ int hd_find(uintptr_t a, struct hg_found *f);
 void *hd_large_alloc(size_t size, size_t align, uint32_t trace);
 void hd_large_free(void *p, uint32_t trace);
 size_t hd_large_usable(const void *p, uint32_t trace);
+int hd_large_grow(void *p, size_t size);
 int hd_large_find(uintptr_t a, struct hg_found *f);
 
 // batch.c

@@ -39,6 +39,8 @@ static atomic_int depot_state;	// 0 unmapped, 1 mapping, 2 ready, 3 failed
 
 extern void *__libc_stack_end;
 
+int hg_trace_depth = HG_TRACE_DEPTH;
+
 static void *reserve(size_t len)
 {
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -171,7 +173,7 @@ uint32_t hg_trace_here(void *frame)
 	uintptr_t fp = (uintptr_t)frame, lo = (uintptr_t)__builtin_frame_address(0);
 	uintptr_t hi = stack_top(lo);
 	pc[0] = ((uintptr_t *)fp)[1];
-	for (int i = 1; i < HG_TRACE_DEPTH && hi; i++) {
+	for (int i = 1; i < hg_trace_depth && hi; i++) {
 		uintptr_t next = ((uintptr_t *)fp)[0];
 		if (next <= fp || next > hi - 16 || next % 8)
 			break;
