@@ -6,8 +6,10 @@
 # the floor of any allocator that never hands an address out twice (as
 # deferred mode and FFmalloc), next to deferred mode.
 #
-#   bench/heapguard/floor/floor.sh [RUNS]      (default 3; about 3 minutes)
+#   bench/heapguard/floor/floor.sh [RUNS] [WORKLOAD...]   (default 3 runs of
+#                                       every workload; about 5 minutes)
 #
+# Naming workloads measures only those; floor.md is written only for all.
 # For each workload (run.sh's own definitions, read from run.sh):
 #   T  median wall time of RUNS plain runs under glibc malloc (and C, the
 #      median CPU time, user + system, of all its processes);
@@ -42,14 +44,22 @@
 # disturbs, reallocs that move): lower bounds, the first two strictly, the
 # third up to glibc's own allocator time (A, small) which it keeps.
 #
-# One-time floor: an allocator that never reuses an address takes fresh
-# memory for every object: B bytes allocated (count.so's bytes, each object
-# rounded up to 16) are B/4096 fresh pages at least, each populated and, once
-# dead, released: t_page = the cheaper of a write fault and
-# MADV_POPULATE_WRITE per fresh private page, plus MADV_GUARD_INSTALL per
-# page over a whole range (which also frees it), all from primitives.c's
-# min column. The bound is the strict floor's with B/4096 * t_page in the
-# place of F * t_min (and the exit thread's bytes for its frees).
+# Floor with mapping: every live object needs a virtual page of its own (a
+# page it shared with another live object would be revoked with it), so
+# every allocation maps one: the strict floor plus N allocations * t_map,
+# the cheapest mapping of an existing frame at a new page (primitives.c).
+#
+# Fresh pages: an allocator that never reuses an address takes fresh memory
+# for every object: B bytes allocated (count.so's bytes, each object rounded
+# up to 16) are B/4096 fresh pages at least, each populated and, once dead,
+# released: t_page = the cheaper of a write fault and MADV_POPULATE_WRITE
+# per fresh private page, plus MADV_GUARD_INSTALL per page over a whole
+# range (which also frees it), all from primitives.c's min column. glibc +
+# fresh pages = (T + B/4096 * t_page) / T: glibc's run with that added, what
+# deferred mode (or FFmalloc) costs if all else were as cheap as glibc.
+#
+# CPU columns compare user + system times (the plain runs' C): waiting for
+# a CPU on this shared machine is not CPU time, so they are steadier.
 #
 # strict and deferred: the guard's modes (heapguard/build.sh), run in the
 # same rounds as plain: their median wall time over T.
@@ -57,6 +67,7 @@
 set -euo pipefail
 
 runs=${1:-3}
+only=("${@:2}")
 floor=$(dirname "$(realpath "$0")")
 here=$(realpath "$floor/..") # bench/heapguard, run.sh's $here
 root=$(realpath "$here/../..")
@@ -89,6 +100,7 @@ gcc -O2 -Wall -o "$work/cputime" "$floor/cputime.c"
 defs=$(sed -n '/^names=(/,/^)$/p' "$here/run.sh")
 [[ $defs == *'declare -A cmds'* ]] || { echo "cannot read the workloads from run.sh" >&2; exit 1; }
 eval "$defs"
+[[ ${#only[@]} -eq 0 ]] || names=("${only[@]}")
 
 echo "measuring revocation primitives" >&2
 "$work/primitives" >"$work/primitives.md"
@@ -137,6 +149,7 @@ done
 
 python3 "$floor/summary.py" table "$work" "$(nproc)" "${names[@]}" >"$work/table.md"
 cat "$work/table.md"
+[[ ${#only[@]} -eq 0 ]] || exit 0
 
 {
 	echo "# heapguard: the floor of the guarantee on this machine"
