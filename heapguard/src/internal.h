@@ -22,8 +22,8 @@
 // page-table page covers in a window (2 MiB).
 #define HG_CHUNK_FRAMES 512
 #define HG_CHUNKS (HG_FRAMES / HG_CHUNK_FRAMES)
-#define HG_SMALL_MAX 2048UL
-#define HG_CLASSES 24
+#define HG_SMALL_MAX 4096UL
+#define HG_CLASSES 28
 // Objects above HG_SMALL_MAX get fresh pages of a private region.
 #define HG_LARGE_SPAN (8UL << 40)
 // The large region is released in blocks, each when all its objects are

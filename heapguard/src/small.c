@@ -9,6 +9,7 @@
 const uint16_t hg_class_size[HG_CLASSES] = {
 	16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256,
 	320, 384, 448, 512, 640, 768, 896, 1024, 1280, 1536, 1792, 2048,
+	2560, 3072, 3584, 4096,
 };
 
 // Run sizes in frames. A thread starts each class with a small run, so
