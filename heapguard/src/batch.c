@@ -7,9 +7,10 @@
 //
 // Revoked pages count toward their 2 MiB block; a block whose pages are all
 // dead is released: a PROT_NONE mapping over it frees its page tables and
-// keeps its addresses reserved and faulting. Its records (the sites a
-// report names) are kept while the records of newer released blocks fit in
-// HD_RETAIN_BYTES; then they are dropped too.
+// keeps its addresses reserved and faulting. The records (the sites a
+// report names) of dead spans and released large blocks are kept while
+// they fit in a share of the live heap (internal.h); then the oldest are
+// dropped too.
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sys/mman.h>
@@ -49,35 +50,66 @@ static void drop(void *at, size_t len)
 	madvise(at, len, MADV_DONTNEED);
 }
 
-// A span's records fill whole pages of its own when they need a page or
-// more (the small classes), so that they can be dropped with the span;
-// smaller arrays are packed, and dropped with their block.
-static int own_pages(unsigned slots)
+// drop_table drops block b's part (per bytes a block, from base) of a table
+// of region r: the whole 2 MiB piece around it when every block the piece
+// serves is forgotten (its page-table page goes too: hg_drop), else b's
+// part alone.
+static void drop_table(char *base, size_t per, const struct hd_region *r, uint32_t b)
 {
-	return slots * 8 >= HG_PAGE;
+	uint32_t n = (uint32_t)(HG_PMD / per), first = b / n * n;
+	for (uint32_t k = first; k < first + n; k++)
+		if (!atomic_load(&r->blocks[k].forgotten)) {
+			drop(base + (size_t)b * per, per);
+			return;
+		}
+	hg_drop(base + (size_t)first * per, HG_PMD);
 }
+
+// Spans' records are packed in their block's record area in the order the
+// spans were made; a page of it is dropped when no span it holds records
+// of is left unforgotten (rec_users counts them) and the area has grown
+// past it. Both happen under the lock.
+#define REC_PAGES (HD_REC_BLOCK / HG_PAGE)
 
 static size_t span_record_bytes(const struct hd_span *s)
 {
-	return own_pages(s->slots) ? ((size_t)s->slots * 8 + HG_PAGE - 1) & ~(HG_PAGE - 1) : (size_t)s->slots * 8;
+	return (size_t)s->slots * 8;
+}
+
+static uint8_t *rec_users_of(uintptr_t off)
+{
+	return &hd.rec_users[off / HD_BLOCK * REC_PAGES];
 }
 
 // hd_records_for places the records of a span of slots slots at offset off
 // in its block's record area.
 uint32_t hd_records_for(uintptr_t off, unsigned slots)
 {
+	hg_lock();
 	atomic_uint *used = &hd.small.blocks[off / HD_BLOCK].rec_used;
-	if (!own_pages(slots))
-		return atomic_fetch_add(used, slots * 8);
-	uint32_t len = (slots * 8 + (uint32_t)HG_PAGE - 1) & ~(uint32_t)(HG_PAGE - 1), at = atomic_load(used), start;
-	do
-		start = (at + (uint32_t)HG_PAGE - 1) & ~(uint32_t)(HG_PAGE - 1);
-	while (!atomic_compare_exchange_weak(used, &at, start + len));
+	uint32_t start = atomic_load(used), end = start + slots * 8;
+	atomic_store(used, end);
+	uint8_t *users = rec_users_of(off);
+	for (uint32_t pg = start / HG_PAGE; pg <= (end - 1) / HG_PAGE; pg++)
+		users[pg]++;
+	hg_unlock();
 	return start;
 }
 
+// forget_records drops the pages only forgotten spans' records used.
+static void forget_records(uintptr_t off, const struct hd_span *s)
+{
+	uint8_t *users = rec_users_of(off);
+	uint32_t used = atomic_load(&hd.small.blocks[off / HD_BLOCK].rec_used);
+	char *area = (char *)hd.small_rec + off / HD_BLOCK * HD_REC_BLOCK;
+	for (uint32_t pg = s->rec_off / HG_PAGE; pg <= (s->rec_off + s->slots * 8 - 1) / HG_PAGE; pg++)
+		if (--users[pg] == 0 && used >= (pg + 1) * HG_PAGE)
+			drop(area + (size_t)pg * HG_PAGE, HG_PAGE);
+}
+
 // drop_span_table drops the pages of span entries that only blocks whose
-// records are all forgotten use.
+// records are all forgotten use. (Their page-table pages stay: one per
+// 1,489 blocks, 3 GiB of small objects.)
 static void drop_span_table(uint32_t b)
 {
 	uintptr_t per = HD_BLOCK / HD_SPAN * sizeof(struct hd_span);
@@ -96,13 +128,11 @@ static void forget_span(uint32_t i)
 	struct hd_span *s = &hd.spans[i];
 	uintptr_t off = (uintptr_t)i * HD_SPAN;
 	struct hd_block *b = &hd.small.blocks[off / HD_BLOCK];
-	char *records = (char *)hd.small_rec + off / HD_BLOCK * HD_REC_BLOCK;
 	atomic_store(&s->forgotten, 1);
-	if (own_pages(s->slots))
-		drop(records + s->rec_off, span_record_bytes(s));
+	forget_records(off, s);
 	if (atomic_fetch_add(&b->spans_forgotten, 1) + 1 == HD_BLOCK / HD_SPAN) {
 		atomic_store(&b->forgotten, 1);
-		drop(records, HD_REC_BLOCK);
+		drop_table((char *)hd.small_rec, HD_REC_BLOCK, &hd.small, (uint32_t)(off / HD_BLOCK));
 		drop_span_table((uint32_t)(off / HD_BLOCK));
 	}
 }
@@ -115,11 +145,17 @@ static void forget(void)
 		forget_span(i);
 	} else {
 		atomic_store(&hd.large.blocks[i].forgotten, 1);
-		drop(&hd.large_rec[(uintptr_t)i * HD_BLOCK_PAGES], HD_BLOCK_PAGES * sizeof(struct hd_large_rec));
+		drop_table((char *)hd.large_rec, HD_BLOCK_PAGES * sizeof(struct hd_large_rec), &hd.large, i);
 	}
 	retain_bytes -= retained[retain_head].bytes;
 	retain_head = (retain_head + 1) % RETAIN_MAX;
 	retain_n--;
+}
+
+static size_t retain_limit(void)
+{
+	size_t live = (atomic_load(&hd.pages_out) - atomic_load(&hd.pages_dead)) * HG_PAGE / HD_RETAIN_SHARE;
+	return live < HD_RETAIN_MIN ? HD_RETAIN_MIN : live > HD_RETAIN_MAX ? HD_RETAIN_MAX : live;
 }
 
 static void retain(uint8_t kind, uint32_t index, size_t bytes)
@@ -131,7 +167,7 @@ static void retain(uint8_t kind, uint32_t index, size_t bytes)
 	retained[at].index = index;
 	retained[at].bytes = (uint32_t)bytes;
 	retain_bytes += bytes;
-	while (retain_bytes > HD_RETAIN_BYTES && retain_n > 1)
+	while (retain_bytes > retain_limit() && retain_n > 1)
 		forget();
 }
 
@@ -184,6 +220,7 @@ static void count_span_pages(uintptr_t off, size_t pages)
 // The lock is held.
 static void count_dead(struct hd_region *r, uintptr_t off, size_t pages)
 {
+	atomic_fetch_add(&hd.pages_dead, pages);
 	if (r == &hd.small)
 		count_span_pages(off, pages);
 	for (size_t n; pages; off += n * HG_PAGE, pages -= n) {
@@ -204,6 +241,7 @@ static int whole_block(uintptr_t off, size_t pages)
 static void revoke_piece(struct hd_region *r, uintptr_t off, size_t pages)
 {
 	if (whole_block(off, pages) && release(r, (uint32_t)(off / HD_BLOCK))) {
+		atomic_fetch_add(&hd.pages_dead, pages);
 		atomic_store(&r->blocks[off / HD_BLOCK].dead, HD_BLOCK_PAGES);
 		if (r == &hd.small)
 			count_span_pages(off, pages);

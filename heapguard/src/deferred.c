@@ -35,8 +35,7 @@ static __thread struct thread_cache cache __attribute__((tls_model("initial-exec
 
 static void *reserve(size_t len)
 {
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
+	return hg_reserve(len, PROT_READ | PROT_WRITE);
 }
 
 int hd_start(void)
@@ -49,9 +48,10 @@ int hd_start(void)
 	hd.large.blocks = reserve(HD_BLOCKS * sizeof(struct hd_block));
 	hd.spans = reserve(HD_REGION / HD_SPAN * sizeof(struct hd_span));
 	hd.small_rec = reserve(HD_BLOCKS * HD_REC_BLOCK);
+	hd.rec_users = reserve(HD_BLOCKS * HD_REC_BLOCK / HG_PAGE);
 	hd.large_rec = reserve(HD_REGION / HG_PAGE * sizeof(struct hd_large_rec));
 	return hd.small.base && hd.large.base && hd.small.blocks && hd.large.blocks && hd.spans &&
-			       hd.small_rec && hd.large_rec
+			       hd.small_rec && hd.rec_users && hd.large_rec
 		       ? 0
 		       : -1;
 }
@@ -105,6 +105,7 @@ static int new_span(struct class_cache *cc, int cls)
 		hg_fallback("the deferred heap's small-object address space is exhausted");
 		return 0;
 	}
+	atomic_fetch_add(&hd.pages_out, HD_SPAN_PAGES);
 	unsigned size = class_size[cls], slots = (unsigned)(HD_SPAN / size);
 	struct hd_span *s = &hd.spans[off / HD_SPAN];
 	s->rec_off = hd_records_for(off, slots);

@@ -31,6 +31,7 @@ void *hd_large_alloc(size_t size, size_t align, uint32_t trace)
 			return NULL;
 		}
 	} while (!atomic_compare_exchange_weak(&hd.large.top, &top, start + pages * HG_PAGE));
+	atomic_fetch_add(&hd.pages_out, (start - top) / HG_PAGE + pages);
 	if (start > top)
 		hd_never_used(&hd.large, top, (start - top) / HG_PAGE);
 	struct hd_large_rec *rec = record_at(start);
@@ -90,6 +91,7 @@ int hd_large_grow(void *p, size_t size)
 	unsigned long end = off + pages_of(rec->size) * HG_PAGE, grown = off + pages_of(size) * HG_PAGE;
 	if (grown > HD_REGION || !atomic_compare_exchange_strong(&hd.large.top, &end, grown))
 		return 0;
+	atomic_fetch_add(&hd.pages_out, (grown - off) / HG_PAGE - pages_of(rec->size));
 	rec->size = size;
 	return 1;
 }

@@ -46,23 +46,46 @@ void hg_fallback(const char *why)
 	hg_say("; from now on new allocations come from glibc malloc and use-after-free of them is NOT detected\n");
 }
 
-static void *reserve(size_t len, int prot)
+// hg_reserve maps len bytes of fresh address space, aligned to 2 MiB: a
+// released (or dropped) aligned 2 MiB piece of it then frees a page-table
+// page too.
+void *hg_reserve(size_t len, int prot)
 {
-	void *p = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
+	char *p = mmap(NULL, len + HG_PMD, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	char *a = (char *)(((uintptr_t)p + HG_PMD - 1) & ~(HG_PMD - 1));
+	if (a > p)
+		munmap(p, (size_t)(a - p));
+	if (p + HG_PMD > a)
+		munmap(a + len, (size_t)(p + HG_PMD - a));
+	return a;
+}
+
+// hg_drop frees the memory of part of a readable reservation (it reads as
+// zeros again): a new mapping over it frees the page-table pages of the
+// whole 2 MiB pieces in it too (MADV_DONTNEED keeps them, and they would
+// grow with every allocation ever made), and merges with its neighbours.
+// In a forked child it splits the mapping instead; when the mappings run
+// out, the memory alone is freed.
+void hg_drop(void *p, size_t len)
+{
+	if (mmap(p, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) ==
+	    MAP_FAILED)
+		madvise(p, len, MADV_DONTNEED);
 }
 
 static int start_heap(void)
 {
 	// The windows are placed inside a reservation so that no other mapping
 	// can ever take an address a dangling pointer may hold.
-	hg.small = reserve(HG_WINDOWS * HG_FILE, PROT_NONE);
-	hg.large = reserve(HG_LARGE_SPAN, PROT_READ | PROT_WRITE);
-	hg.small_rec = reserve(HG_WINDOWS * HG_FRAMES * sizeof(struct hg_record), PROT_READ | PROT_WRITE);
-	hg.large_rec = reserve(HG_LARGE_SPAN / HG_PAGE * sizeof(struct hg_record), PROT_READ | PROT_WRITE);
-	hg.large_live = reserve(HG_LARGE_BLOCKS * sizeof(atomic_int), PROT_READ | PROT_WRITE);
-	hg.runs = reserve(HG_FRAMES / 2 * sizeof(struct hg_run), PROT_READ | PROT_WRITE);
-	hg.owner = reserve(HG_FRAMES / 2 * sizeof(uint32_t), PROT_READ | PROT_WRITE);
+	hg.small = hg_reserve(HG_WINDOWS * HG_FILE, PROT_NONE);
+	hg.large = hg_reserve(HG_LARGE_SPAN, PROT_READ | PROT_WRITE);
+	hg.small_rec = hg_reserve(HG_WINDOWS * HG_FRAMES * sizeof(struct hg_record), PROT_READ | PROT_WRITE);
+	hg.large_rec = hg_reserve(HG_LARGE_SPAN / HG_PAGE * sizeof(struct hg_record), PROT_READ | PROT_WRITE);
+	hg.large_live = hg_reserve(HG_LARGE_BLOCKS * sizeof(atomic_int), PROT_READ | PROT_WRITE);
+	hg.runs = hg_reserve(HG_FRAMES / 2 * sizeof(struct hg_run), PROT_READ | PROT_WRITE);
+	hg.owner = hg_reserve(HG_FRAMES / 2 * sizeof(uint32_t), PROT_READ | PROT_WRITE);
 	if (!hg.small || !hg.large || !hg.small_rec || !hg.large_rec || !hg.large_live || !hg.runs || !hg.owner)
 		return -1;
 	hg.memfd = memfd_create("heapguard", MFD_CLOEXEC);

@@ -8,6 +8,8 @@
 #include <stdint.h>
 
 #define HG_PAGE 4096UL
+// What one page-table page maps.
+#define HG_PMD (2UL << 20)
 // MADV_GUARD_INSTALL (Linux 6.13; on shared memfd mappings since 6.15):
 // the page faults from now on, without splitting the VMA.
 #define HG_MADV_GUARD_INSTALL 102
@@ -111,6 +113,8 @@ struct hg_found {
 
 // init.c
 void hg_init(void);
+void *hg_reserve(size_t len, int prot);
+void hg_drop(void *p, size_t len);
 void hg_lock(void);
 void hg_unlock(void);
 void hg_lock_reset(void);
@@ -190,8 +194,9 @@ void hg_install_fork_handlers(void);
 // ranges), which is revoked at once when full. Both regions are accounted
 // in 2 MiB blocks; a block whose pages are all dead is replaced by a
 // PROT_NONE mapping (its page tables freed). The records of a span (or of
-// a released large block) whose pages are all dead are kept until
-// HD_RETAIN_BYTES of newer dead records push them out.
+// a released large block) whose pages are all dead are kept while the dead
+// records kept fit in 1/HD_RETAIN_SHARE of the live heap (at least
+// HD_RETAIN_MIN, at most HD_RETAIN_MAX bytes): a small program keeps few.
 #define HD_SPAN (64UL << 10)
 #define HD_SPAN_PAGES (HD_SPAN / HG_PAGE)
 #define HD_BLOCK (2UL << 20)
@@ -207,7 +212,9 @@ void hg_install_fork_handlers(void);
 // Large objects of this size or more are revoked when freed, as glibc
 // unmaps its own mmapped chunks.
 #define HD_EAGER_BYTES (128UL << 10)
-#define HD_RETAIN_BYTES (256UL << 10)
+#define HD_RETAIN_SHARE 16
+#define HD_RETAIN_MIN (32UL << 10)
+#define HD_RETAIN_MAX (4UL << 20)
 
 struct hd_span {
 	atomic_uchar cls;	// class + 1; 0: not handed out
@@ -241,8 +248,11 @@ struct hd_large_rec {
 
 struct hd_state {
 	struct hd_region small, large;
+	atomic_ulong pages_out;			// pages handed out, both regions
+	atomic_ulong pages_dead;		// of which dead
 	struct hd_span *spans;
 	atomic_uint_least64_t *small_rec;	// HD_REC_BLOCK bytes per small block
+	uint8_t *rec_users;			// per page of small_rec (batch.c)
 	struct hd_large_rec *large_rec;		// by page of the large region
 };
 

@@ -41,12 +41,6 @@ extern void *__libc_stack_end;
 
 int hg_trace_depth = HG_TRACE_DEPTH;
 
-static void *reserve(size_t len)
-{
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
-}
-
 static int depot_ready(void)
 {
 	int s = atomic_load_explicit(&depot_state, memory_order_acquire);
@@ -55,8 +49,8 @@ static int depot_ready(void)
 	int zero = 0;
 	if (!atomic_compare_exchange_strong(&depot_state, &zero, 1))
 		return 0;	// another thread maps it; this trace goes unrecorded
-	traces = reserve(DEPOT_TRACES * sizeof(struct trace));
-	index_area = reserve(2 * (LAST_SLOTS * sizeof(uint32_t) + sizeof(struct index)));
+	traces = hg_reserve(DEPOT_TRACES * sizeof(struct trace), PROT_READ | PROT_WRITE);
+	index_area = hg_reserve(2 * (LAST_SLOTS * sizeof(uint32_t) + sizeof(struct index)), PROT_READ | PROT_WRITE);
 	if (index_area) {
 		struct index *first = (struct index *)index_area;
 		first->mask = FIRST_SLOTS - 1;
