@@ -71,13 +71,12 @@ static void touch(char *base)
 
 // Each measurement returns ns per page for one round.
 
-static double m_write_fault_shared(void)
+static double write_fault(char *base)
 {
-	char *w = window();
 	double t = now_ns();
-	touch(w);
+	touch(base);
 	t = now_ns() - t;
-	munmap(w, pages * PAGE);
+	munmap(base, pages * PAGE);
 	return t / pages;
 }
 
@@ -95,45 +94,26 @@ static double m_read_fault_shared(void)
 	return t / pages;
 }
 
-static double m_populate_shared(void)
+static double populate(char *base)
 {
-	char *w = window();
 	double t = now_ns();
 	for (size_t i = 0; i < pages; i += 512) {
 		size_t n = pages - i < 512 ? pages - i : 512;
-		if (madvise(w + i * PAGE, n * PAGE, MADV_POPULATE_WRITE))
+		if (madvise(base + i * PAGE, n * PAGE, MADV_POPULATE_WRITE))
 			die("MADV_POPULATE_WRITE");
 	}
 	t = now_ns() - t;
-	munmap(w, pages * PAGE);
+	munmap(base, pages * PAGE);
 	return t / pages;
 }
+
+static double m_write_fault_shared(void) { return write_fault(window()); }
+static double m_populate_shared(void) { return populate(window()); }
 
 // Fresh private memory, as an allocator that never reuses an address takes
 // it: a write fault per page, or one MADV_POPULATE_WRITE per 2 MiB.
-static double m_write_fault_anon(void)
-{
-	char *a = anon();
-	double t = now_ns();
-	touch(a);
-	t = now_ns() - t;
-	munmap(a, pages * PAGE);
-	return t / pages;
-}
-
-static double m_populate_anon(void)
-{
-	char *a = anon();
-	double t = now_ns();
-	for (size_t i = 0; i < pages; i += 512) {
-		size_t n = pages - i < 512 ? pages - i : 512;
-		if (madvise(a + i * PAGE, n * PAGE, MADV_POPULATE_WRITE))
-			die("MADV_POPULATE_WRITE");
-	}
-	t = now_ns() - t;
-	munmap(a, pages * PAGE);
-	return t / pages;
-}
+static double m_write_fault_anon(void) { return write_fault(anon()); }
+static double m_populate_anon(void) { return populate(anon()); }
 
 static double guard_each(char *base)
 {

@@ -71,22 +71,8 @@ if [[ ${#only[@]} -gt 0 ]]; then
 	names=("${only[@]}")
 fi
 
-# The configurations: name, then its environment (LD_PRELOAD and the mode).
-declare -A envs=(
-	[glibc]=""
-	[strict]="LD_PRELOAD=$work/guard.so"
-	[deferred]="LD_PRELOAD=$work/guard.so SYSCELL_HEAPGUARD=deferred"
-)
-configs=(glibc strict deferred)
-[[ -z ${FFMALLOC:-} ]] || { envs[ffmalloc]="LD_PRELOAD=$FFMALLOC"; configs+=(ffmalloc); }
-[[ -z ${MARKUS:-} ]] || { envs[markus]="LD_PRELOAD=$MARKUS"; configs+=(markus); }
-if [[ -n ${CONFIGS:-} ]]; then
-	read -ra configs <<<"$CONFIGS"
-	for c in "${configs[@]}"; do
-		[[ -v envs[$c] ]] || { echo "no configuration $c (have: ${!envs[*]})" >&2; exit 2; }
-	done
-	[[ ${configs[0]} == glibc ]] || { echo "CONFIGS must start with glibc, the anchor of every ratio" >&2; exit 2; }
-fi
+source "$here/configs.sh"
+configs_define "$work/guard.so"
 
 # measure CONFIG NAME: one run; appends "seconds rss_kb peak_kb reports rps
 # cpu_seconds" (rps: redis-benchmark's geomean requests/s, or - for other

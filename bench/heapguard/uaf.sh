@@ -29,14 +29,8 @@ trap 'rm -rf "$work"' EXIT
 "$root/heapguard/build.sh" "$work/guard.so"
 gcc -O1 -g -fno-omit-frame-pointer -rdynamic -pthread -w -o "$work/cases" "$root/heapguard/testdata/cases.c"
 
-declare -A envs=(
-	[glibc]=""
-	[strict]="LD_PRELOAD=$work/guard.so SYSCELL_HEAPGUARD=strict"
-	[deferred]="LD_PRELOAD=$work/guard.so SYSCELL_HEAPGUARD=deferred"
-)
-configs=(glibc strict deferred)
-[[ -z ${FFMALLOC:-} ]] || { envs[ffmalloc]="LD_PRELOAD=$FFMALLOC"; configs+=(ffmalloc); }
-[[ -z ${MARKUS:-} ]] || { envs[markus]="LD_PRELOAD=$MARKUS"; configs+=(markus); }
+source "$here/configs.sh"
+configs_define "$work/guard.so"
 
 cases=$(sed -n 's/^\t{"\([a-z_]*\)", [a-z_]*},$/\1/p' "$root/heapguard/testdata/cases.c" | grep -v '^clean$')
 
