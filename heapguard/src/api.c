@@ -76,15 +76,17 @@ static void release(void *p, void *frame)
 		hg_report_free_error("invalid free (not a heap pointer)", p, NULL, hg_trace_here(frame));
 }
 
-// usable returns p's usable size, reporting p if it is not a live object.
+// usable returns p's usable size, reporting p if it is not a live object;
+// the stack is walked only for a report (redis asks for every object it
+// makes and frees).
 static size_t usable(void *p, void *frame)
 {
 	uintptr_t a = (uintptr_t)p;
 	if (hg.small && hg_in_small(a))
-		return hg_small_usable(p, hg_trace_here(frame));
+		return hg_small_usable(p, frame);
 	if (hd_owns(a))
-		return hd_usable(p, hg_trace_here(frame));
-	return hg_large_usable(p, hg_trace_here(frame));
+		return hd_usable(p, frame);
+	return hg_large_usable(p, frame);
 }
 
 static int power_of_two(size_t x)

@@ -263,19 +263,20 @@ void hd_free(void *p, uint32_t trace)
 		hd_large_free(p, trace);
 }
 
-// hd_usable checks that p is a live object, as free does.
-size_t hd_usable(const void *p, uint32_t trace)
+// hd_usable checks that p is a live object, as free does (frame: the
+// entry point's, for a report).
+size_t hd_usable(const void *p, void *frame)
 {
 	uintptr_t a = (uintptr_t)p, in;
 	if (!in_small(a))
-		return hd_large_usable(p, trace);
+		return hd_large_usable(p, frame);
 	const char *why;
 	atomic_uint_least64_t *rec = small_slot(a, &why, &in);
 	if (!rec || why)
-		hg_report_free_error("invalid pointer (not an object's address)", p, NULL, trace);
+		hg_report_free_error("invalid pointer (not an object's address)", p, NULL, hg_trace_here(frame));
 	struct hg_found f = small_found(a, atomic_load(rec));
 	if (f.freed)
-		hg_report_free_error("use of a freed object's address", p, &f, trace);
+		hg_report_free_error("use of a freed object's address", p, &f, hg_trace_here(frame));
 	return class_size[hd.spans[(a - (uintptr_t)hd.small.base) / HD_SPAN].cls - 1];
 }
 

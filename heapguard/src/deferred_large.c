@@ -97,14 +97,14 @@ int hd_large_grow(void *p, size_t size)
 }
 
 // hd_large_usable checks that p is a live object, as free does.
-size_t hd_large_usable(const void *p, uint32_t trace)
+size_t hd_large_usable(const void *p, void *frame)
 {
 	struct hd_large_rec *rec = large_record((uintptr_t)p);
 	if (!rec)
-		hg_report_free_error("invalid pointer (not an object's address)", p, NULL, trace);
+		hg_report_free_error("invalid pointer (not an object's address)", p, NULL, hg_trace_here(frame));
 	struct hg_found f = found((uintptr_t)p, rec);
 	if (f.freed)
-		hg_report_free_error("use of a freed object's address", p, &f, trace);
+		hg_report_free_error("use of a freed object's address", p, &f, hg_trace_here(frame));
 	return pages_of(rec->size) * HG_PAGE;
 }
 

@@ -125,7 +125,7 @@ void hg_thread_registered(void *cache);
 int hg_small_class(size_t size, size_t align);
 void *hg_small_alloc(int cls, size_t size, uint32_t trace);
 void hg_small_free(void *p, uint32_t trace);
-size_t hg_small_usable(const void *p, uint32_t trace);
+size_t hg_small_usable(const void *p, void *frame);
 int hg_small_map_windows(unsigned upto);
 void hg_thread_exit(void *unused);
 struct hg_record *hg_small_record(uintptr_t addr);
@@ -133,7 +133,7 @@ struct hg_record *hg_small_record(uintptr_t addr);
 // large.c
 void *hg_large_alloc(size_t size, size_t align, uint32_t trace);
 void hg_large_free(void *p, uint32_t trace);
-size_t hg_large_usable(const void *p, uint32_t trace);
+size_t hg_large_usable(const void *p, void *frame);
 struct hg_record *hg_large_find(uintptr_t addr, uintptr_t *start);
 
 // The record of alias (window w, frame). Records are laid out by chunk,
@@ -276,7 +276,7 @@ int hd_start(void);
 void *hd_alloc(size_t size, size_t room, size_t align, uint32_t trace);
 int hd_grow(void *p, size_t size);
 void hd_free(void *p, uint32_t trace);
-size_t hd_usable(const void *p, uint32_t trace);
+size_t hd_usable(const void *p, void *frame);
 int hd_fresh(const void *p);
 void hd_thread_exit(void *unused);
 int hd_find(uintptr_t a, struct hg_found *f);
@@ -284,7 +284,7 @@ int hd_find(uintptr_t a, struct hg_found *f);
 // deferred_large.c
 void *hd_large_alloc(size_t size, size_t align, uint32_t trace);
 void hd_large_free(void *p, uint32_t trace);
-size_t hd_large_usable(const void *p, uint32_t trace);
+size_t hd_large_usable(const void *p, void *frame);
 int hd_large_grow(void *p, size_t size);
 int hd_large_find(uintptr_t a, struct hg_found *f);
 

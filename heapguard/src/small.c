@@ -229,14 +229,14 @@ void hg_small_free(void *p, uint32_t trace)
 }
 
 // hg_small_usable checks that p is a live object, as free does.
-size_t hg_small_usable(const void *p, uint32_t trace)
+size_t hg_small_usable(const void *p, void *frame)
 {
 	struct hg_record *rec = hg_small_record((uintptr_t)p);
 	uint32_t alloc = atomic_load_explicit(&rec->alloc, memory_order_acquire);
 	if (alloc == 0 || (uintptr_t)p % HG_PAGE != rec->extent)
-		hg_report_free_error("invalid pointer (not an object's address)", p, NULL, trace);
+		hg_report_free_error("invalid pointer (not an object's address)", p, NULL, hg_trace_here(frame));
 	if (atomic_load(&rec->freed))
-		hg_report_record_error("use of a freed object's address", p, rec, trace);
+		hg_report_record_error("use of a freed object's address", p, rec, hg_trace_here(frame));
 	return hg_class_size[(alloc - 1) >> 24];
 }
 
