@@ -12,6 +12,7 @@
 // they fit in a share of the live heap (internal.h); then the oldest are
 // dropped too.
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -272,9 +273,17 @@ static int self(void)
 	return self_fd;
 }
 
+// refused: process_madvise is not to be had (an old kernel, or a policy
+// that denies it); not asked again.
+static int refused;
+
 static int advise_all(const struct iovec *iov, int n, size_t bytes, int advice)
 {
-	return self() >= 0 && syscall(SYS_process_madvise, self_fd, iov, (size_t)n, advice, 0) == (long)bytes;
+	if (refused || self() < 0)
+		return 0;
+	long done = syscall(SYS_process_madvise, self_fd, iov, (size_t)n, advice, 0);
+	refused = done < 0 && (errno == ENOSYS || errno == EPERM || errno == EINVAL);
+	return done == (long)bytes;
 }
 
 // revoke_all revokes scattered dead ranges. One MADV_GUARD_INSTALL per

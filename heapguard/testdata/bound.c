@@ -2,7 +2,11 @@
 // a page has been freed, the page faults by the time BOUND more bytes of
 // memory have died (heapguard/README.md).
 //
-//   bound THREADS BOUND
+//   bound THREADS BOUND [deny]
+//
+// With deny, a seccomp filter first makes process_madvise fail (EPERM), so
+// that the guard's fallback, one revocation call a range, is what is
+// checked.
 //
 // Each thread, round after round, makes objects of one size, frees them
 // all, then kills BOUND bytes of other memory (objects of 4,096 bytes,
@@ -19,6 +23,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -137,10 +146,27 @@ static void *thread(void *arg)
 	return NULL;
 }
 
+// deny_process_madvise makes process_madvise fail with EPERM from now on.
+static int deny_process_madvise(void)
+{
+	struct sock_filter code[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_madvise, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {sizeof code / sizeof code[0], code};
+	return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: bound THREADS BOUND\n");
+	if (argc != 3 && !(argc == 4 && strcmp(argv[3], "deny") == 0)) {
+		fprintf(stderr, "usage: bound THREADS BOUND [deny]\n");
+		return 2;
+	}
+	if (argc == 4 && deny_process_madvise()) {
+		perror("seccomp");
 		return 2;
 	}
 	int threads = atoi(argv[1]);
