@@ -64,7 +64,7 @@ static int class_of(size_t size, size_t align)
 		return -1;
 	int c;
 	if (size <= 128) {
-		c = size ? (int)((size + 15) / 16) - 1 : 0;
+		c = (int)((size + 15) / 16) - 1;
 	} else {
 		size_t s = size - 1;
 		int lg = 63 - __builtin_clzl(s);
@@ -83,8 +83,8 @@ static atomic_uint_least64_t *records(const struct hd_span *s, uintptr_t off)
 	return (atomic_uint_least64_t *)((char *)hd.small_rec + off / HD_BLOCK * HD_REC_BLOCK + s->rec_off);
 }
 
-// Slots first..last-1 of span (at offset off) touch which pages, how often:
-// counts[p] for each page p of the span.
+// counts[p]: how many of a span's slots first..last-1 (of size bytes)
+// touch its page p.
 static void slots_per_page(unsigned size, unsigned first, unsigned last, uint16_t counts[HD_SPAN_PAGES])
 {
 	for (unsigned p = 0; p < HD_SPAN_PAGES; p++) {

@@ -288,8 +288,12 @@ size_t hd_large_usable(const void *p, void *frame);
 int hd_large_grow(void *p, size_t size);
 int hd_large_find(uintptr_t a, struct hg_found *f);
 
-// batch.c
+// retain.c
 uint32_t hd_records_for(uintptr_t off, unsigned slots);
+void hd_retain_span(uint32_t i);
+void hd_retain_block(uint32_t b);
+
+// batch.c
 void hd_dead(struct hd_region *r, uintptr_t off, size_t pages);
 void hd_dead_now(struct hd_region *r, uintptr_t off, size_t pages);
 void hd_never_used(struct hd_region *r, uintptr_t off, size_t pages);
