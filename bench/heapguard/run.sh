@@ -76,18 +76,29 @@ configs_define "$work/guard.so"
 
 # measure CONFIG NAME: one run; appends "seconds rss_kb peak_kb reports rps
 # cpu_seconds" (rps: redis-benchmark's geomean requests/s, or - for other
-# workloads; cpu: user + system time of the run's processes).
+# workloads; cpu: user + system time of the run's processes). Other jobs
+# share this machine (a redis on the same port, say): a run that fails is
+# made again, twice at most.
 measure() {
+	local config=$1 name=$2 attempt
+	for attempt in 1 2 3; do
+		measure_once "$config" "$name" && return
+		echo "$name under $config failed, attempt $attempt:" >&2
+		cat "$work/stderr" >&2
+	done
+	exit 1
+}
+
+measure_once() {
 	local config=$1 name=$2 cg start end reports rps=- rss user sys
 	cg=$(cgroup_new) || cg=
 	rm -f "$work/redis.csv"
 	start=$(date +%s.%N)
-	REDIS_CSV=$work/redis.csv BENCH_ENV="${envs[$config]}" cgroup_run "$cg" /usr/bin/time -f '%M %U %S' -o "$work/rss" \
-		bash -c "[ -z \"\$BENCH_ENV\" ] || export \$BENCH_ENV; ${cmds[$name]}" >/dev/null 2>"$work/stderr" || {
-		echo "$name under $config failed:" >&2
-		cat "$work/stderr" >&2
-		exit 1
-	}
+	if ! REDIS_CSV=$work/redis.csv BENCH_ENV="${envs[$config]}" cgroup_run "$cg" /usr/bin/time -f '%M %U %S' -o "$work/rss" \
+		bash -c "[ -z \"\$BENCH_ENV\" ] || export \$BENCH_ENV; ${cmds[$name]}" >/dev/null 2>"$work/stderr"; then
+		cgroup_remove "$cg"
+		return 1
+	fi
 	end=$(date +%s.%N)
 	reports=$(grep -c '== heapguard: ' "$work/stderr" || true)
 	[[ ! -s $work/redis.csv ]] || rps=$(python3 "$here/table.py" rps "$work/redis.csv")
