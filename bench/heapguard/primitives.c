@@ -173,31 +173,41 @@ static double m_madvise_noop(void)
 
 // process_madvise takes up to 1,024 ranges per call (UIO_MAXIOV); every
 // other page, so that no two ranges merge.
-static double m_guard_batch_shared(void)
+// every_other: process_madvise(advice) over every other page of base (the
+// pages are not contiguous), ranges a call; ns per page.
+static double every_other(char *base, int ranges, const int *advice, int advices)
 {
-	char *w = window();
 	struct iovec iov[1024];
 	int pidfd = syscall(SYS_pidfd_open, getpid(), 0);
 	if (pidfd < 0)
 		die("pidfd_open");
-	touch(w);
+	touch(base);
 	size_t n = 0, done = 0;
 	double t = now_ns();
 	for (size_t i = 0; i < pages; i += 2) {
-		iov[n].iov_base = w + i * PAGE;
+		iov[n].iov_base = base + i * PAGE;
 		iov[n].iov_len = PAGE;
-		if (++n == 1024 || i + 2 >= pages) {
-			if (syscall(SYS_process_madvise, pidfd, iov, n, MADV_GUARD_INSTALL, 0) < 0)
-				die("process_madvise");
+		if (++n == (size_t)ranges || i + 2 >= pages) {
+			for (int a = 0; a < advices; a++)
+				if (syscall(SYS_process_madvise, pidfd, iov, n, advice[a], 0) < 0)
+					die("process_madvise");
 			done += n;
 			n = 0;
 		}
 	}
 	t = now_ns() - t;
 	close(pidfd);
-	munmap(w, pages * PAGE);
+	munmap(base, pages * PAGE);
 	return t / done;
 }
+
+static const int guard_only[] = {MADV_GUARD_INSTALL};
+// Deferred mode's batch: the pages freed first (one TLB flush for all),
+// then marked while empty (no flush).
+static const int free_then_guard[] = {MADV_DONTNEED, MADV_GUARD_INSTALL};
+
+static double m_guard_batch_shared(void) { return every_other(window(), 1024, guard_only, 1); }
+static double m_batch16_anon(void) { return every_other(anon(), 16, free_then_guard, 2); }
 
 // One small mapping per alias, as Oscar does: a VMA each.
 static double m_alias_mmap_munmap(void)
@@ -250,16 +260,22 @@ static void *spinner(void *arg)
 	return NULL;
 }
 
-static double m_guard_shared_2threads(void)
+// with_spinner runs m with a second thread spinning: each TLB flush then
+// interrupts its CPU.
+static double with_spinner(double (*m)(void))
 {
 	pthread_t t;
 	atomic_store(&spin_stop, 0);
 	pthread_create(&t, NULL, spinner, NULL);
-	double r = guard_each(window());
+	double r = m();
 	atomic_store(&spin_stop, 1);
 	pthread_join(t, NULL);
 	return r;
 }
+
+static double m_guard_shared_2threads(void) { return with_spinner(m_guard_shared); }
+static double m_guard_anon_2threads(void) { return with_spinner(m_guard_anon); }
+static double m_batch16_anon_2threads(void) { return with_spinner(m_batch16_anon); }
 
 static int cmp(const void *a, const void *b)
 {
@@ -302,6 +318,9 @@ int main(int argc, char **argv)
 	row("MADV_GUARD_INSTALL, one call over all pages, private anon", m_guard_range_anon);
 	row("madvise(MADV_NORMAL), syscall floor", m_madvise_noop);
 	row("process_madvise GUARD_INSTALL, 1,024 ranges/call", m_guard_batch_shared);
+	row("MADV_GUARD_INSTALL, one page, private anon, 2nd thread running", m_guard_anon_2threads);
+	row("process_madvise DONTNEED then GUARD_INSTALL, 16 pages/call, private anon", m_batch16_anon);
+	row("the same, 2nd thread running", m_batch16_anon_2threads);
 	row("alias mmap + touch + munmap (Oscar)", m_alias_mmap_munmap);
 	row("mprotect(PROT_NONE) one page (splits VMA)", m_mprotect_split);
 	row("KVM_RUN round trip (Dune-like syscall cost)", kvm_exit_ns);

@@ -173,10 +173,12 @@ rounds. Runs this short (binary-trees and larson take 15–35 ms under
 glibc, mostly process start-up) move by ±30 % between runs.
 
 What the floor leaves out, each making it lower than any real design: the
-allocation side (an alias to create and populate per object: a write fault
-is ~1.3 µs here), the TLB shootdown when another thread of the process runs
-(MADV_GUARD_INSTALL costs ~2× then), the cache and TLB damage of a kernel
-entry, and reallocs that move an object (not counted in F). Excluded as
+allocation side (every live object needs a virtual page of its own, mapped
+when it is made: the "floor + mapping" columns add the cheapest mapping,
+t_map, per allocation), the TLB shootdown when another thread of the
+process runs (MADV_GUARD_INSTALL costs ~2× then: larson), the cache and TLB
+damage of a kernel entry and of one object a page, and reallocs that move
+an object (not counted in F). Excluded as
 not a per-free revocation: MADV_GUARD_INSTALL on a never-touched page (a
 freed object's page was used), one call over many contiguous pages, and
 process_madvise over many ranges (both batch several frees, but each free
