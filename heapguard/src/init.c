@@ -57,8 +57,7 @@ void *hg_reserve(size_t len, int prot)
 	char *a = (char *)(((uintptr_t)p + HG_PMD - 1) & ~(HG_PMD - 1));
 	if (a > p)
 		munmap(p, (size_t)(a - p));
-	if (p + HG_PMD > a)
-		munmap(a + len, (size_t)(p + HG_PMD - a));
+	munmap(a + len, (size_t)(p + HG_PMD - a));
 	return a;
 }
 
