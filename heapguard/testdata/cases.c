@@ -243,11 +243,11 @@ void *churn(void *arg)
 	return NULL;
 }
 
-// Millions of allocations on two threads, then a use-after-free must still
+// 800,000 allocations on two threads, then a use-after-free must still
 // fault: the heap recycles frames and windows, never an alias.
 int stress(void)
 {
-	long n = 1500000;
+	long n = 400000;
 	pthread_t t;
 	pthread_create(&t, NULL, churn, (void *)n);
 	churn((void *)n);
