@@ -15,6 +15,23 @@ import (
 // to the syscell binary.
 const LibraryName = "libsyscell-heapguard.so"
 
+// ModeEnv is the environment variable that chooses the guard's mode in a
+// program it is preloaded into; unset, the mode is Strict.
+const ModeEnv = "SYSCELL_HEAPGUARD"
+
+// The guard's modes. Strict revokes every object when it is freed: any
+// later use faults. Deferred never hands an address out twice and revokes
+// memory in bounded batches once every object in it is dead.
+const (
+	Strict   = "strict"
+	Deferred = "deferred"
+)
+
+// Modes lists the values ModeEnv takes.
+func Modes() []string {
+	return []string{Strict, Deferred}
+}
+
 //go:embed syscalls.txt
 var syscallsTxt string
 

@@ -71,13 +71,12 @@ static void touch(char *base)
 
 // Each measurement returns ns per page for one round.
 
-static double m_write_fault_shared(void)
+static double write_fault(char *base)
 {
-	char *w = window();
 	double t = now_ns();
-	touch(w);
+	touch(base);
 	t = now_ns() - t;
-	munmap(w, pages * PAGE);
+	munmap(base, pages * PAGE);
 	return t / pages;
 }
 
@@ -95,19 +94,26 @@ static double m_read_fault_shared(void)
 	return t / pages;
 }
 
-static double m_populate_shared(void)
+static double populate(char *base)
 {
-	char *w = window();
 	double t = now_ns();
 	for (size_t i = 0; i < pages; i += 512) {
 		size_t n = pages - i < 512 ? pages - i : 512;
-		if (madvise(w + i * PAGE, n * PAGE, MADV_POPULATE_WRITE))
+		if (madvise(base + i * PAGE, n * PAGE, MADV_POPULATE_WRITE))
 			die("MADV_POPULATE_WRITE");
 	}
 	t = now_ns() - t;
-	munmap(w, pages * PAGE);
+	munmap(base, pages * PAGE);
 	return t / pages;
 }
+
+static double m_write_fault_shared(void) { return write_fault(window()); }
+static double m_populate_shared(void) { return populate(window()); }
+
+// Fresh private memory, as an allocator that never reuses an address takes
+// it: a write fault per page, or one MADV_POPULATE_WRITE per 2 MiB.
+static double m_write_fault_anon(void) { return write_fault(anon()); }
+static double m_populate_anon(void) { return populate(anon()); }
 
 static double guard_each(char *base)
 {
@@ -138,18 +144,20 @@ static double m_guard_untouched(void)
 }
 
 // One call over a whole range: the cost per page when revocations can be
-// made contiguous.
-static double m_guard_range(void)
+// made contiguous. On private memory it also frees the pages.
+static double guard_range(char *base)
 {
-	char *w = window();
-	touch(w);
+	touch(base);
 	double t = now_ns();
-	if (madvise(w, pages * PAGE, MADV_GUARD_INSTALL))
+	if (madvise(base, pages * PAGE, MADV_GUARD_INSTALL))
 		die("MADV_GUARD_INSTALL");
 	t = now_ns() - t;
-	munmap(w, pages * PAGE);
+	munmap(base, pages * PAGE);
 	return t / pages;
 }
+
+static double m_guard_range(void) { return guard_range(window()); }
+static double m_guard_range_anon(void) { return guard_range(anon()); }
 
 // The system-call floor: a madvise that changes nothing.
 static double m_madvise_noop(void)
@@ -165,31 +173,41 @@ static double m_madvise_noop(void)
 
 // process_madvise takes up to 1,024 ranges per call (UIO_MAXIOV); every
 // other page, so that no two ranges merge.
-static double m_guard_batch_shared(void)
+// every_other: process_madvise(advice) over every other page of base (the
+// pages are not contiguous), ranges a call; ns per page.
+static double every_other(char *base, int ranges, const int *advice, int advices)
 {
-	char *w = window();
 	struct iovec iov[1024];
 	int pidfd = syscall(SYS_pidfd_open, getpid(), 0);
 	if (pidfd < 0)
 		die("pidfd_open");
-	touch(w);
+	touch(base);
 	size_t n = 0, done = 0;
 	double t = now_ns();
 	for (size_t i = 0; i < pages; i += 2) {
-		iov[n].iov_base = w + i * PAGE;
+		iov[n].iov_base = base + i * PAGE;
 		iov[n].iov_len = PAGE;
-		if (++n == 1024 || i + 2 >= pages) {
-			if (syscall(SYS_process_madvise, pidfd, iov, n, MADV_GUARD_INSTALL, 0) < 0)
-				die("process_madvise");
+		if (++n == (size_t)ranges || i + 2 >= pages) {
+			for (int a = 0; a < advices; a++)
+				if (syscall(SYS_process_madvise, pidfd, iov, n, advice[a], 0) < 0)
+					die("process_madvise");
 			done += n;
 			n = 0;
 		}
 	}
 	t = now_ns() - t;
 	close(pidfd);
-	munmap(w, pages * PAGE);
+	munmap(base, pages * PAGE);
 	return t / done;
 }
+
+static const int guard_only[] = {MADV_GUARD_INSTALL};
+// Deferred mode's batch: the pages freed first (one TLB flush for all),
+// then marked while empty (no flush).
+static const int free_then_guard[] = {MADV_DONTNEED, MADV_GUARD_INSTALL};
+
+static double m_guard_batch_shared(void) { return every_other(window(), 1024, guard_only, 1); }
+static double m_batch16_anon(void) { return every_other(anon(), 16, free_then_guard, 2); }
 
 // One small mapping per alias, as Oscar does: a VMA each.
 static double m_alias_mmap_munmap(void)
@@ -242,16 +260,22 @@ static void *spinner(void *arg)
 	return NULL;
 }
 
-static double m_guard_shared_2threads(void)
+// with_spinner runs m with a second thread spinning: each TLB flush then
+// interrupts its CPU.
+static double with_spinner(double (*m)(void))
 {
 	pthread_t t;
 	atomic_store(&spin_stop, 0);
 	pthread_create(&t, NULL, spinner, NULL);
-	double r = guard_each(window());
+	double r = m();
 	atomic_store(&spin_stop, 1);
 	pthread_join(t, NULL);
 	return r;
 }
+
+static double m_guard_shared_2threads(void) { return with_spinner(m_guard_shared); }
+static double m_guard_anon_2threads(void) { return with_spinner(m_guard_anon); }
+static double m_batch16_anon_2threads(void) { return with_spinner(m_batch16_anon); }
 
 static int cmp(const void *a, const void *b)
 {
@@ -289,8 +313,14 @@ int main(int argc, char **argv)
 	row("MADV_GUARD_INSTALL, one page, 2nd thread running", m_guard_shared_2threads);
 	row("MADV_GUARD_INSTALL, one page never touched", m_guard_untouched);
 	row("MADV_GUARD_INSTALL, one call over all pages", m_guard_range);
+	row("write fault, private anon (fresh page)", m_write_fault_anon);
+	row("MADV_POPULATE_WRITE, private anon, 2 MiB at a time", m_populate_anon);
+	row("MADV_GUARD_INSTALL, one call over all pages, private anon", m_guard_range_anon);
 	row("madvise(MADV_NORMAL), syscall floor", m_madvise_noop);
 	row("process_madvise GUARD_INSTALL, 1,024 ranges/call", m_guard_batch_shared);
+	row("MADV_GUARD_INSTALL, one page, private anon, 2nd thread running", m_guard_anon_2threads);
+	row("process_madvise DONTNEED then GUARD_INSTALL, 16 pages/call, private anon", m_batch16_anon);
+	row("the same, 2nd thread running", m_batch16_anon_2threads);
 	row("alias mmap + touch + munmap (Oscar)", m_alias_mmap_munmap);
 	row("mprotect(PROT_NONE) one page (splits VMA)", m_mprotect_split);
 	row("KVM_RUN round trip (Dune-like syscall cost)", kvm_exit_ns);

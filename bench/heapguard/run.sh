@@ -1,21 +1,28 @@
 #!/usr/bin/env bash
-# The heap guard's benchmark. First the kernel primitives the design rests
-# on (primitives.c), then each workload under glibc malloc and under the
-# guard (LD_PRELOAD), RUNS times (default 3), printed as a markdown table of
-# median runtime, peak RSS and peak memory, their ratios and geomeans:
+# The heap guard's benchmark: each workload under the system allocator
+# (glibc malloc; Debian's redis-server links jemalloc), the guard's strict
+# and deferred modes and, when their paths are given, anchor allocators
+# built elsewhere (never in this repository), RUNS interleaved rounds
+# (default 3), printed as a markdown table of median runtime and peak memory
+# ratios to the system allocator, their geomeans, and redis-benchmark's
+# throughput ratio:
 #
-#   bench/heapguard/run.sh [RUNS] [WORKLOAD...]
+#   [FFMALLOC=/path/libffmallocnpmt.so] [MARKUS=/path/libgc.so:/path/libgccpp.so]
+#   [CONFIGS="glibc strict deferred ..."] bench/heapguard/run.sh [RUNS] [WORKLOAD...]
 #
-# Naming workloads measures only those (and skips the primitives), e.g.
-# bench/heapguard/run.sh 3 larson python-dict.
+# FFMALLOC and MARKUS are LD_PRELOAD values; an anchor whose variable is
+# unset is left out. Naming workloads measures only those (and skips the
+# primitives), e.g. bench/heapguard/run.sh 3 larson python-dict.
 #
-# Peak RSS is /usr/bin/time's maximum resident set size. It counts a page
-# once per mapping, and the guard maps a heap frame once per object in it,
-# so for the guard it overstates memory (up to 256x for 16-byte objects).
-# Peak memory is what the kernel charged the run's memory cgroup at most
-# (every page once, page tables included); it needs a writable cgroup
-# (root), else that column says n/a. A run whose standard error has a
-# heapguard report counts as a false report: the workloads are correct.
+# A round runs every workload under every configuration in turn, so that
+# the machine's drift spreads over all of them. Peak RSS is /usr/bin/time's
+# maximum resident set size; it counts a page once per mapping, and strict
+# mode maps a heap frame once per object in it, so it overstates strict
+# mode's memory. Peak memory is what the kernel charged the run's memory
+# cgroup at most (every page once, page tables included); it needs a
+# writable cgroup (root), else that column says n/a. A run whose standard
+# error has a heapguard report counts as a false report: the workloads are
+# correct.
 set -euo pipefail
 
 runs=${1:-3}
@@ -64,33 +71,49 @@ if [[ ${#only[@]} -gt 0 ]]; then
 	names=("${only[@]}")
 fi
 
-# measure CONFIG NAME: one run; appends "seconds rss_kb peak_kb reports".
+source "$here/configs.sh"
+configs_define "$work/guard.so"
+
+# measure CONFIG NAME: one run; appends "seconds rss_kb peak_kb reports rps
+# cpu_seconds" (rps: redis-benchmark's geomean requests/s, or - for other
+# workloads; cpu: user + system time of the run's processes). Other jobs
+# share this machine (a redis on the same port, say): a run that fails is
+# made again, twice at most.
 measure() {
-	local config=$1 name=$2 preload=
-	[[ $config == guard ]] && preload=$work/guard.so
-	local cg
-	cg=$(cgroup_new) || cg=
-	local start end
-	start=$(date +%s.%N)
-	LD_PRELOAD_BENCH=$preload cgroup_run "$cg" /usr/bin/time -f '%M' -o "$work/rss" \
-		bash -c "export LD_PRELOAD=\$LD_PRELOAD_BENCH; ${cmds[$name]}" >/dev/null 2>"$work/stderr" || {
-		echo "$name under $config failed:" >&2
+	local config=$1 name=$2 attempt
+	for attempt in 1 2 3; do
+		measure_once "$config" "$name" && return
+		echo "$name under $config failed, attempt $attempt:" >&2
 		cat "$work/stderr" >&2
-		exit 1
-	}
+	done
+	exit 1
+}
+
+measure_once() {
+	local config=$1 name=$2 cg start end reports rps=- rss user sys
+	cg=$(cgroup_new) || cg=
+	rm -f "$work/redis.csv"
+	start=$(date +%s.%N)
+	if ! REDIS_CSV=$work/redis.csv BENCH_ENV="${envs[$config]}" cgroup_run "$cg" /usr/bin/time -f '%M %U %S' -o "$work/rss" \
+		bash -c "[ -z \"\$BENCH_ENV\" ] || export \$BENCH_ENV; ${cmds[$name]}" >/dev/null 2>"$work/stderr"; then
+		cgroup_remove "$cg"
+		return 1
+	fi
 	end=$(date +%s.%N)
-	local reports
 	reports=$(grep -c '== heapguard: ' "$work/stderr" || true)
-	echo "$(echo "$end - $start" | bc) $(tail -1 "$work/rss") $(cgroup_peak_kb "$cg") $reports" >>"$work/$config-$name"
+	[[ ! -s $work/redis.csv ]] || rps=$(python3 "$here/table.py" rps "$work/redis.csv")
+	read -r rss user sys < <(tail -1 "$work/rss")
+	echo "$(echo "$end - $start" | bc) $rss $(cgroup_peak_kb "$cg") $reports $rps $(echo "$user + $sys" | bc)" >>"$work/$config-$name"
 	cgroup_remove "$cg"
 }
 
-for name in "${names[@]}"; do
-	for ((i = 0; i < runs; i++)); do
-		measure glibc "$name"
-		measure guard "$name"
+for ((i = 0; i < runs; i++)); do
+	for name in "${names[@]}"; do
+		for config in "${configs[@]}"; do
+			measure "$config" "$name"
+		done
 	done
-	echo "measured $name" >&2
+	echo "round $((i + 1)) of $runs done (${SECONDS}s)" >&2
 done
 
-python3 "$here/table.py" "$work" "${names[@]}"
+python3 "$here/table.py" table "$work" "${configs[*]}" "${names[@]}"

@@ -32,7 +32,7 @@ type runCmd struct {
 	mode      string
 	action    string
 	report    string
-	heapGuard bool
+	heapGuard string // the guard's mode, "" without it
 	stats     bool
 	// wholeProcess runs a policy with compartments as its rules alone.
 	wholeProcess bool
@@ -130,8 +130,10 @@ into a crash.
 
 --heap-guard preloads syscell's use-after-free guard into CMD (LD_PRELOAD):
 every use of freed heap memory then faults with a report naming the
-allocation and free sites. The guard's own syscalls are allowed whatever
-the policy says of them.`,
+allocation and free sites. --heap-guard=deferred is the mode a server can
+afford: no address is ever handed out twice, and freed memory faults once
+every object around it is dead and a bounded batch of such memory is full.
+The guard's own syscalls are allowed whatever the policy says of them.`,
 		Example: `  syscell run --policy runtime-default -- /bin/true
   syscell run --policy my.toml --mode audit --report calls.json -- ./server
   syscell run --policy docker.json --caps '' --action kill -- sh -c 'mount -t tmpfs x /mnt'
@@ -153,7 +155,8 @@ the policy says of them.`,
 	fs.StringVar(&c.mode, "mode", "enforce", "enforce, audit or complain")
 	fs.StringVar(&c.action, "action", "", "what every denied call gets: kill, errno or trap (default: the policy's actions)")
 	fs.StringVar(&c.report, "report", "", "write the calls outside the policy and how CMD ended to `FILE`, as JSON")
-	fs.BoolVar(&c.heapGuard, "heap-guard", false, "preload the use-after-free guard (its own syscalls are allowed)")
+	fs.StringVar(&c.heapGuard, "heap-guard", "", "preload the use-after-free guard, in `MODE` strict (the default) or deferred (its own syscalls are allowed)")
+	fs.Lookup("heap-guard").NoOptDefVal = heapguard.Strict
 	fs.BoolVar(&c.stats, "stats", false, "with compartments: list the calls the supervisor decided, at exit")
 	fs.BoolVar(&c.wholeProcess, "whole-process", false, "enforce the rules alone, as one filter for the whole process, ignoring the compartments")
 	fs.BoolVarP(&c.quiet, "quiet", "q", false, "do not summarize denied calls at exit")
@@ -197,8 +200,8 @@ func (c *runCmd) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	command := enforce.Command{Path: path, Args: args, Stdin: cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
-	if c.heapGuard {
-		if command.Env, err = heapGuardEnv(); err != nil {
+	if c.heapGuard != "" {
+		if command.Env, err = heapGuardEnv(c.heapGuard); err != nil {
 			out.discard()
 			return err
 		}
@@ -292,7 +295,7 @@ func (c *runCmd) resolve(cmd *cobra.Command) (*policy.Policy, *policy.Resolved, 
 	if err != nil {
 		return nil, nil, c.notBundled(err)
 	}
-	if c.heapGuard && len(p.Compartments) == 0 {
+	if c.heapGuard != "" && len(p.Compartments) == 0 {
 		allowHeapGuard(p)
 	}
 	r := resolveFor(p, arches)
@@ -457,8 +460,12 @@ func allowHeapGuard(p *policy.Policy) {
 	p.Rules = append(rules, policy.Rule{Syscalls: guard, Action: policy.ActAllow, Pos: policy.Pos{File: "--heap-guard"}})
 }
 
-// heapGuardEnv is syscell's environment with the guard preloaded first.
-func heapGuardEnv() ([]string, error) {
+// heapGuardEnv is syscell's environment with the guard preloaded first, in
+// mode.
+func heapGuardEnv(mode string) ([]string, error) {
+	if !slices.Contains(heapguard.Modes(), mode) {
+		return nil, inputErrorf("--heap-guard: unknown mode %q (want %s)", mode, strings.Join(heapguard.Modes(), " or "))
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("--heap-guard: %w", err)
@@ -467,7 +474,9 @@ func heapGuardEnv() ([]string, error) {
 	if _, err := os.Stat(lib); err != nil {
 		return nil, fmt.Errorf("--heap-guard: the guard library is missing (make build puts it next to syscell): %w", err)
 	}
-	env := os.Environ()
+	env := append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, heapguard.ModeEnv+"=")
+	}), heapguard.ModeEnv+"="+mode)
 	for i, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "LD_PRELOAD="); ok {
 			env[i] = "LD_PRELOAD=" + lib + ":" + v

@@ -23,7 +23,7 @@ import (
 // compartments (package cell): each library's own calls are decided by
 // its compartment, and the rules bound them all.
 func (c *runCmd) runCompartments(cmd *cobra.Command, args []string, path string, p *policy.Policy, mode enforce.Mode) error {
-	if c.action != "" || c.heapGuard {
+	if c.action != "" || c.heapGuard != "" {
 		return inputErrorf("the policy has compartments, which run enforces as written: --action and --heap-guard apply to policies without compartments")
 	}
 	rule, err := cell.ParseExecRule(c.exec)

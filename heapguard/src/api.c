@@ -16,16 +16,24 @@ extern void __libc_free(void *);
 
 static int ours(uintptr_t a)
 {
-	return (hg.small && hg_in_small(a)) || (hg.large && hg_in_large(a));
+	return (hg.small && hg_in_small(a)) || (hg.large && hg_in_large(a)) || hd_owns(a);
 }
 
-static void *alloc(size_t size, size_t align, void *frame)
+// guarded_alloc makes an object of size bytes in room bytes or more (room
+// >= size).
+static void *guarded_alloc(size_t size, size_t room, size_t align, uint32_t trace)
+{
+	if (hg_mode == HG_DEFERRED)
+		return hd_alloc(size, room, align, trace);
+	int cls = hg_small_class(room, align);
+	return cls >= 0 ? hg_small_alloc(cls, size, trace) : hg_large_alloc(size, align, trace);
+}
+
+static void *alloc_in(size_t size, size_t room, size_t align, void *frame)
 {
 	hg_init();
 	if (!atomic_load_explicit(&hg.fallback, memory_order_relaxed)) {
-		uint32_t trace = hg_trace_here(frame);
-		int cls = hg_small_class(size, align);
-		void *p = cls >= 0 ? hg_small_alloc(cls, size, trace) : hg_large_alloc(size, align, trace);
+		void *p = guarded_alloc(size, room, align, hg_trace_here(frame));
 		if (p || !atomic_load(&hg.fallback)) {
 			if (!p)
 				errno = ENOMEM;
@@ -33,6 +41,23 @@ static void *alloc(size_t size, size_t align, void *frame)
 		}
 	}
 	return align <= 16 ? __libc_malloc(size) : __libc_memalign(align, size);
+}
+
+static void *alloc(size_t size, size_t align, void *frame)
+{
+	return alloc_in(size, size, align, frame);
+}
+
+// realloc_room: the room a small object that realloc moves gets: twice
+// what is asked, so that an object grown step by step (a string, a vector)
+// moves half as often; each move costs a revocation in strict mode, and a
+// copy and fresh memory in deferred mode.
+static size_t realloc_room(size_t size)
+{
+	size_t most = hg_mode == HG_DEFERRED ? HD_SMALL_MAX : HG_SMALL_MAX;
+	if (size > most)
+		return size;
+	return size * 2 < most ? size * 2 : most;
 }
 
 static void release(void *p, void *frame)
@@ -43,19 +68,25 @@ static void release(void *p, void *frame)
 		hg_small_free(p, hg_trace_here(frame));
 	else if (hg.large && hg_in_large(a))
 		hg_large_free(p, hg_trace_here(frame));
+	else if (hd_owns(a))
+		hd_free(p, hg_trace_here(frame));
 	else if (atomic_load(&hg.fallback))
 		__libc_free(p);
 	else
 		hg_report_free_error("invalid free (not a heap pointer)", p, NULL, hg_trace_here(frame));
 }
 
-// usable returns p's usable size, reporting p if it is not a live object.
+// usable returns p's usable size, reporting p if it is not a live object;
+// the stack is walked only for a report (redis asks for every object it
+// makes and frees).
 static size_t usable(void *p, void *frame)
 {
 	uintptr_t a = (uintptr_t)p;
 	if (hg.small && hg_in_small(a))
-		return hg_small_usable(p, hg_trace_here(frame));
-	return hg_large_usable(p, hg_trace_here(frame));
+		return hg_small_usable(p, frame);
+	if (hd_owns(a))
+		return hd_usable(p, frame);
+	return hg_large_usable(p, frame);
 }
 
 static int power_of_two(size_t x)
@@ -83,8 +114,9 @@ API void *calloc(size_t n, size_t size)
 	}
 	void *p = alloc(total, 16, __builtin_frame_address(0));
 	// Large objects are always fresh pages, already zero; frames of small
-	// ones are reused.
-	if (p && !(hg.large && hg_in_large((uintptr_t)p)))
+	// ones are reused (strict), or may have been written past the end of a
+	// neighbour (deferred).
+	if (p && !(hg.large && hg_in_large((uintptr_t)p)) && !(hd_owns((uintptr_t)p) && hd_fresh(p)))
 		memset(p, 0, total);
 	return p;
 }
@@ -102,9 +134,9 @@ API void *realloc(void *p, size_t size)
 	if (!ours((uintptr_t)p))
 		return __libc_realloc(p, size);
 	size_t old = usable(p, frame);
-	if (size <= old)
+	if (size <= old || (hd_owns((uintptr_t)p) && hd_grow(p, size)))
 		return p;
-	void *q = alloc(size, 16, frame);
+	void *q = alloc_in(size, realloc_room(size), 16, frame);
 	if (q) {
 		memcpy(q, p, old);
 		release(p, frame);

@@ -55,7 +55,7 @@ void hg_large_free(void *p, uint32_t trace)
 		hg_report_free_error("invalid free (not an object's address)", p, NULL, trace);
 	uint32_t live = 0;
 	if (!atomic_compare_exchange_strong(&rec->freed, &live, trace + 1))
-		hg_report_free_error("double free", p, rec, trace);
+		hg_report_record_error("double free", p, rec, trace);
 	// Revoking also releases the pages.
 	size_t len = (size_t)rec->extent * HG_PAGE;
 	hg_revoke(p, len);
@@ -69,15 +69,15 @@ void hg_large_free(void *p, uint32_t trace)
 }
 
 // hg_large_usable checks that p is a live object, as free does.
-size_t hg_large_usable(const void *p, uint32_t trace)
+size_t hg_large_usable(const void *p, void *frame)
 {
 	uintptr_t a = (uintptr_t)p;
 	struct hg_record *rec = record_at(a);
 	if (a % HG_PAGE != 0 || a - (uintptr_t)hg.large >= atomic_load(&hg.large_top) ||
 	    atomic_load_explicit(&rec->alloc, memory_order_acquire) == 0)
-		hg_report_free_error("invalid pointer (not an object's address)", p, NULL, trace);
+		hg_report_free_error("invalid pointer (not an object's address)", p, NULL, hg_trace_here(frame));
 	if (atomic_load(&rec->freed))
-		hg_report_free_error("use of a freed object's address", p, rec, trace);
+		hg_report_record_error("use of a freed object's address", p, rec, hg_trace_here(frame));
 	return (size_t)rec->extent * HG_PAGE;
 }
 

@@ -54,8 +54,7 @@ void hg_chunk_maybe_release(uint32_t chunk)
 	hg.islands += delta;
 	// The records go only if no alias over the chunk is left to report on.
 	if (w == windows)
-		madvise(hg_record_of(0, chunk * HG_CHUNK_FRAMES),
-			HG_WINDOWS * HG_CHUNK_FRAMES * sizeof(struct hg_record), MADV_DONTNEED);
+		hg_drop(hg_record_of(0, chunk * HG_CHUNK_FRAMES), HG_WINDOWS * HG_CHUNK_FRAMES * sizeof(struct hg_record));
 }
 
 // hg_block_maybe_release releases a block of the large region if no object
@@ -70,8 +69,7 @@ void hg_block_maybe_release(uintptr_t block)
 	if (mmap(at, HG_LARGE_BLOCK, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) ==
 	    MAP_FAILED)
 		return;	// out of mappings: the block keeps its guard markers
-	madvise(&hg.large_rec[block * HG_LARGE_BLOCK / HG_PAGE], HG_LARGE_BLOCK / HG_PAGE * sizeof(struct hg_record),
-		MADV_DONTNEED);
+	hg_drop(&hg.large_rec[block * HG_LARGE_BLOCK / HG_PAGE], HG_LARGE_BLOCK / HG_PAGE * sizeof(struct hg_record));
 	atomic_store(&hg.large_live[block], HG_BLOCK_RELEASED);
 }
 

@@ -86,33 +86,40 @@ static void say_trace(const char *title, uint32_t id_plus_one)
 		say_frame(i, pc[i]);
 }
 
-static void say_object(uintptr_t start, const struct hg_record *r)
+static void say_object(const struct hg_found *f)
 {
 	hg_say("a ");
-	say_num(r->size, 10);
+	say_num(f->size, 10);
 	hg_say("-byte object at ");
-	say_num(start, 16);
+	say_num(f->start, 16);
 }
 
-void hg_report_free_error(const char *what, const void *p, const struct hg_record *r, uint32_t trace)
+void hg_report_free_error(const char *what, const void *p, const struct hg_found *f, uint32_t trace)
 {
 	say_header(what);
 	hg_say(" of ");
 	say_num((uintptr_t)p, 16);
-	if (r) {
+	if (f) {
 		hg_say(", ");
-		say_object((uintptr_t)p, r);
+		say_object(f);
 	}
 	hg_say("\n");
 	say_trace("this free", trace + 1);
-	if (r) {
-		say_trace("allocated at", atomic_load(&r->alloc));
-		if (atomic_load(&r->freed))
-			say_trace("first freed at", atomic_load(&r->freed));
+	if (f) {
+		say_trace("allocated at", f->alloc);
+		if (f->freed)
+			say_trace("first freed at", f->freed);
 	}
 	signal(SIGABRT, SIG_DFL);
 	raise(SIGABRT);
 	_exit(134);
+}
+
+// hg_report_record_error reports a bad free (or use) of p in strict mode.
+void hg_report_record_error(const char *what, const void *p, const struct hg_record *r, uint32_t trace)
+{
+	struct hg_found f = {(uintptr_t)p, r->size, atomic_load(&r->alloc), atomic_load(&r->freed)};
+	hg_report_free_error(what, p, &f, trace);
 }
 
 void hg_die(const char *what)
@@ -124,21 +131,6 @@ void hg_die(const char *what)
 	_exit(134);
 }
 
-// freed_object finds the freed object an address belongs to, if any.
-static const struct hg_record *freed_object(uintptr_t a, uintptr_t *start)
-{
-	const struct hg_record *r = NULL;
-	if (hg.small && hg_in_small(a)) {
-		r = hg_small_record(a);
-		*start = (a & ~(HG_PAGE - 1)) + r->extent;
-	} else if (hg.large && hg_in_large(a)) {
-		r = hg_large_find(a, start);
-	}
-	if (!r || !atomic_load(&r->alloc) || !atomic_load(&r->freed))
-		return NULL;
-	return r;
-}
-
 // A fault in a released chunk: every object there is dead, its record gone.
 static int in_released_chunk(uintptr_t a)
 {
@@ -148,12 +140,36 @@ static int in_released_chunk(uintptr_t a)
 	return hg.chunks[frame / HG_CHUNK_FRAMES].released;
 }
 
+// freed_object finds the freed object an address belongs to: 1 if found,
+// -1 if a lies in memory released with its records, 0 if a is not a freed
+// object's.
+static int freed_object(uintptr_t a, struct hg_found *f)
+{
+	const struct hg_record *r = NULL;
+	uintptr_t start = 0;
+	if (hd_owns(a)) {
+		int found = hd_find(a, f);
+		return found == 1 && !f->freed ? 0 : found;
+	}
+	if (hg.small && hg_in_small(a)) {
+		r = hg_small_record(a);
+		start = (a & ~(HG_PAGE - 1)) + r->extent;
+	} else if (hg.large && hg_in_large(a)) {
+		r = hg_large_find(a, &start);
+	}
+	if (!r || !atomic_load(&r->alloc) || !atomic_load(&r->freed))
+		return in_released_chunk(a) || hg_block_released(a) ? -1 : 0;
+	*f = (struct hg_found){start, r->size, atomic_load(&r->alloc), atomic_load(&r->freed)};
+	return 1;
+}
+
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
-	uintptr_t a = (uintptr_t)si->si_addr, start;
-	const struct hg_record *r = freed_object(a, &start);
+	uintptr_t a = (uintptr_t)si->si_addr;
+	struct hg_found f;
+	int found = freed_object(a, &f);
 	int write = (((ucontext_t *)uc)->uc_mcontext.gregs[REG_ERR] & 2) != 0;
-	if (!r && (in_released_chunk(a) || hg_block_released(a))) {
+	if (found < 0) {
 		say_header("use-after-free: ");
 		hg_say(write ? "write to " : "read of ");
 		say_num(a, 16);
@@ -161,7 +177,7 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 		signal(SIGSEGV, SIG_DFL);
 		return;
 	}
-	if (!r) {
+	if (!found) {
 		// Not ours: whatever the program (or the default) would do.
 		if (previous_segv.sa_flags & SA_SIGINFO && previous_segv.sa_sigaction)
 			previous_segv.sa_sigaction(sig, si, uc);
@@ -175,17 +191,17 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 	hg_say(write ? "write to " : "read of ");
 	say_num(a, 16);
 	hg_say(", ");
-	if (a >= start) {
-		say_num(a - start, 10);
+	if (a >= f.start) {
+		say_num(a - f.start, 10);
 		hg_say(" bytes into ");
 	} else {
-		say_num(start - a, 10);
+		say_num(f.start - a, 10);
 		hg_say(" bytes before ");
 	}
-	say_object(start, r);
+	say_object(&f);
 	hg_say("\n");
-	say_trace("allocated at", atomic_load(&r->alloc));
-	say_trace("freed at", atomic_load(&r->freed));
+	say_trace("allocated at", f.alloc);
+	say_trace("freed at", f.freed);
 	// Returning re-runs the access, which faults again and, with the
 	// default action, kills the process with SIGSEGV.
 	signal(SIGSEGV, SIG_DFL);

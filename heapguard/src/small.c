@@ -9,6 +9,7 @@
 const uint16_t hg_class_size[HG_CLASSES] = {
 	16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256,
 	320, 384, 448, 512, 640, 768, 896, 1024, 1280, 1536, 1792, 2048,
+	2560, 3072, 3584, 4096,
 };
 
 // Run sizes in frames. A thread starts each class with a small run, so
@@ -219,23 +220,23 @@ void hg_small_free(void *p, uint32_t trace)
 	    atomic_load_explicit(&rec->alloc, memory_order_acquire) == 0)
 		hg_report_free_error("invalid free (not an object's address)", p, NULL, trace);
 	if (a % HG_PAGE != rec->extent)
-		hg_report_free_error("invalid free (pointer inside an object)", p, rec, trace);
+		hg_report_record_error("invalid free (pointer inside an object)", p, rec, trace);
 	uint32_t live = 0;
 	if (!atomic_compare_exchange_strong(&rec->freed, &live, trace + 1))
-		hg_report_free_error("double free", p, rec, trace);
+		hg_report_record_error("double free", p, rec, trace);
 	hg_revoke((void *)(a & ~(HG_PAGE - 1)), HG_PAGE);
 	finish_slots(run_of(frame), 1);
 }
 
 // hg_small_usable checks that p is a live object, as free does.
-size_t hg_small_usable(const void *p, uint32_t trace)
+size_t hg_small_usable(const void *p, void *frame)
 {
 	struct hg_record *rec = hg_small_record((uintptr_t)p);
 	uint32_t alloc = atomic_load_explicit(&rec->alloc, memory_order_acquire);
 	if (alloc == 0 || (uintptr_t)p % HG_PAGE != rec->extent)
-		hg_report_free_error("invalid pointer (not an object's address)", p, NULL, trace);
+		hg_report_free_error("invalid pointer (not an object's address)", p, NULL, hg_trace_here(frame));
 	if (atomic_load(&rec->freed))
-		hg_report_free_error("use of a freed object's address", p, rec, trace);
+		hg_report_record_error("use of a freed object's address", p, rec, hg_trace_here(frame));
 	return hg_class_size[(alloc - 1) >> 24];
 }
 

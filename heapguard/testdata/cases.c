@@ -1,8 +1,16 @@
-// Test cases for the heap guard, one per run: `cases NAME`. Run with the
-// guard preloaded; heapguard_test.go checks how each run ends (its signal
-// and its report). Objects are made by alloc_site and freed by free_site so
-// the reports' traces can be checked by name (they are global, and the
-// program is linked with -rdynamic, so that dladdr names them).
+// Test cases for the heap guard, one per run: `cases [probe] NAME`. Run
+// with the guard preloaded; heapguard_test.go checks how each run ends (its
+// signal and its report). Objects are made by alloc_site and freed by
+// free_site so the reports' traces can be checked by name (they are global,
+// and the program is linked with -rdynamic, so that dladdr names them).
+//
+// Every use of freed memory goes through use_freed. With `probe`, it first
+// looks at what the use could reach: it allocates objects of many sizes
+// (kept, so that they cannot reuse each other's memory) and reports
+// whether one of them overlaps the freed byte ("reused": a dangling
+// pointer reaches another object), else whether the byte still reads
+// ("no reuse": it reads only memory that no object will ever be given)
+// or faults ("fault"), and exits with PROBE_* accordingly.
 //
 // The cases misuse the heap on purpose: the compiler's warnings about it
 // are expected here.
@@ -12,14 +20,19 @@
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+enum { PROBE_NO_REUSE = 10, PROBE_REUSED = 11, PROBE_FAULT = 12 };
+
 static volatile char sink;
+static int probing;
 
 __attribute__((noinline)) char *alloc_site(size_t n)
 {
@@ -33,16 +46,51 @@ __attribute__((noinline)) void free_site(void *p)
 	free(p);
 }
 
-void read_byte(const char *p)
+// readable tells whether p can be read, without faulting.
+static int readable(const void *p)
 {
-	sink = *(volatile const char *)p;
+	char c;
+	struct iovec local = {&c, 1}, remote = {(void *)p, 1};
+	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 1;
+}
+
+static void verdict(const char *what, int code)
+{
+	fprintf(stderr, "probe: %s\n", what);
+	_exit(code);
+}
+
+static void probe(const char *p)
+{
+	static const size_t sizes[] = {8, 16, 24, 32, 40, 48, 64, 100, 128, 150, 200, 256, 300, 500,
+				       1000, 2000, 4000, 5000, 8000, 16000, 40000, 100000};
+	size_t n = sizeof sizes / sizeof sizes[0];
+	for (size_t i = 0; i < 200 * n; i++) {
+		char *q = malloc(sizes[i % n]);
+		if (q <= p && p < q + sizes[i % n])
+			verdict("reused", PROBE_REUSED);
+	}
+	if (!readable(p))
+		verdict("fault", PROBE_FAULT);
+	verdict("no reuse", PROBE_NO_REUSE);
+}
+
+// use_freed reads (or writes) the byte at p, which was freed.
+__attribute__((noinline)) void use_freed(char *p, int write)
+{
+	if (probing)
+		probe(p);
+	if (write)
+		*(volatile char *)p = 1;
+	else
+		sink = *(volatile char *)p;
 }
 
 int uaf_read(void)
 {
 	char *p = alloc_site(32);
 	free_site(p);
-	read_byte(p);
+	use_freed(p, 0);
 	return 0;
 }
 
@@ -50,7 +98,7 @@ int uaf_write(void)
 {
 	char *p = alloc_site(100);
 	free_site(p);
-	p[0] = 1;
+	use_freed(p, 1);
 	return 0;
 }
 
@@ -59,7 +107,7 @@ int uaf_interior(void)
 	char *p = alloc_site(200);
 	char *inside = p + 150;
 	free_site(p);
-	read_byte(inside);
+	use_freed(inside, 0);
 	return 0;
 }
 
@@ -67,13 +115,13 @@ int uaf_large(void)
 {
 	char *p = alloc_site(100000);
 	free_site(p);
-	read_byte(p + 70000);
+	use_freed(p + 70000, 0);
 	return 0;
 }
 
 void *use_in_thread(void *p)
 {
-	read_byte(p);
+	use_freed(p, 0);
 	return NULL;
 }
 
@@ -99,7 +147,7 @@ int uaf_freed_by_other_thread(void)
 	pthread_t t;
 	pthread_create(&t, NULL, free_in_thread, p);
 	pthread_join(t, NULL);
-	read_byte(p);
+	use_freed(p, 0);
 	return 0;
 }
 
@@ -107,9 +155,11 @@ int uaf_realloc(void)
 {
 	char *p = alloc_site(16);
 	char *q = realloc(p, 5000);
-	if (q == p || q[15] != 'a')
+	if (q == p)
+		return 4;	// grown in place: nothing was freed
+	if (q[15] != 'a')
 		return 3;
-	read_byte(p);
+	use_freed(p, 0);
 	return 0;
 }
 
@@ -121,7 +171,7 @@ int uaf_memalign(void)
 	free(a);
 	free(b);
 	free_site(c);
-	read_byte(c);
+	use_freed(c, 0);
 	return 0;
 }
 
@@ -141,7 +191,7 @@ int uaf_fork(void)
 			_exit(4);
 		char *fresh = alloc_site(32);
 		free_site(fresh);
-		read_byte(gone);
+		use_freed(gone, 0);
 		_exit(5);
 	}
 	keep[0] = 'P';
@@ -149,9 +199,11 @@ int uaf_fork(void)
 		return 3;
 	int status;
 	waitpid(child, &status, 0);
+	if (probing && WIFEXITED(status) && WEXITSTATUS(status) >= PROBE_NO_REUSE)
+		_exit(WEXITSTATUS(status));
 	if (!WIFSIGNALED(status) || WTERMSIG(status) != 11)
 		return 6;
-	read_byte(gone);
+	use_freed(gone, 0);
 	return 0;
 }
 
@@ -191,18 +243,18 @@ void *churn(void *arg)
 	return NULL;
 }
 
-// Millions of allocations on two threads, then a use-after-free must still
+// 800,000 allocations on two threads, then a use-after-free must still
 // fault: the heap recycles frames and windows, never an alias.
 int stress(void)
 {
-	long n = 1500000;
+	long n = 400000;
 	pthread_t t;
 	pthread_create(&t, NULL, churn, (void *)n);
 	churn((void *)n);
 	pthread_join(t, NULL);
 	char *p = alloc_site(16);
 	free_site(p);
-	read_byte(p);
+	use_freed(p, 0);
 	return 0;
 }
 
@@ -223,12 +275,13 @@ int uaf_released(void)
 	char *p = alloc_site(16);
 	free_site(p);
 	churn_16(600000);
-	read_byte(p);
+	use_freed(p, 0);
 	return 0;
 }
 
 // A child forked after chunks were released still faults on an object in
-// one (its windows are new mappings, released again).
+// one (its windows are new mappings, released again); the parent ends as
+// the child did.
 int uaf_fork_released(void)
 {
 	churn_16(300000);
@@ -238,12 +291,16 @@ int uaf_fork_released(void)
 	pid_t child = fork();
 	if (child == 0) {
 		free_site(alloc_site(16));
-		read_byte(old);
+		use_freed(old, 0);
 		_exit(5);
 	}
 	int status;
 	waitpid(child, &status, 0);
-	return WIFSIGNALED(status) && WTERMSIG(status) == 11 ? 0 : 6;
+	if (WIFSIGNALED(status)) {
+		signal(WTERMSIG(status), SIG_DFL);
+		raise(WTERMSIG(status));
+	}
+	_exit(WEXITSTATUS(status));
 }
 
 // The same for a large object: its block of the large region is released
@@ -256,7 +313,33 @@ int uaf_large_released(void)
 		void *volatile q = malloc(8000);
 		free(q);
 	}
-	read_byte(p);
+	use_freed(p, 0);
+	return 0;
+}
+
+// Freed memory that later frees push out of the deferred batch (4 MB of
+// them, past any batch) faults, and its report names both sites; in strict
+// mode it faulted from the start (the object kept alive holds its block).
+int uaf_batched(void)
+{
+	char *volatile keep = malloc(3000);
+	char *p = alloc_site(4000);
+	free_site(p);
+	for (int i = 0; i < 200; i++) {
+		void *volatile q = malloc(20000);
+		free(q);
+	}
+	use_freed(p + 100, 0);
+	free(keep);
+	return 0;
+}
+
+// A large object is revoked when freed, in either mode.
+int uaf_large_eager(void)
+{
+	char *p = alloc_site(200000);
+	free_site(p);
+	use_freed(p + 150000, 1);
 	return 0;
 }
 
@@ -296,7 +379,7 @@ __attribute__((section(".preinit_array"), used)) static void (*preinit)(int, cha
 
 int uaf_before_constructors(void)
 {
-	read_byte(early);
+	use_freed(early, 0);
 	return 0;
 }
 
@@ -321,14 +404,17 @@ static const struct {
 	{"uaf_released", uaf_released},
 	{"uaf_large_released", uaf_large_released},
 	{"uaf_fork_released", uaf_fork_released},
+	{"uaf_batched", uaf_batched},
+	{"uaf_large_eager", uaf_large_eager},
 	{"clean", clean},
 };
 
 int main(int argc, char **argv)
 {
-	for (size_t i = 0; argc == 2 && i < sizeof cases / sizeof cases[0]; i++)
-		if (strcmp(argv[1], cases[i].name) == 0)
+	probing = argc == 3 && strcmp(argv[1], "probe") == 0;
+	for (size_t i = 0; argc == 2 + probing && i < sizeof cases / sizeof cases[0]; i++)
+		if (strcmp(argv[1 + probing], cases[i].name) == 0)
 			return cases[i].run();
-	fprintf(stderr, "usage: cases NAME\n");
+	fprintf(stderr, "usage: cases [probe] NAME\n");
 	return 2;
 }

@@ -5,8 +5,8 @@
 //   pid=P ppid=Q exe=NAME via=exit|exec frees=F free_null=.. malloc=..
 //   calloc=.. realloc=.. realloc_moved=.. realloc_free=.. reallocarray=..
 //   posix_memalign=.. aligned_alloc=.. memalign=.. valloc=.. pvalloc=..
-//   malloc_usable_size=.. threads=N max_thread_frees=.. exit_thread_frees=..
-//   exit_thread_allocs=.. exit_thread_cpu=S proc_cpu=S alloc_s=S
+//   malloc_usable_size=.. bytes=B threads=N max_thread_frees=.. exit_thread_frees=..
+//   exit_thread_allocs=.. exit_thread_bytes=.. exit_thread_cpu=S proc_cpu=S alloc_s=S
 //   exit_thread_alloc_s=S delay_s=S
 //
 // alloc_s is the time spent inside glibc's allocator functions by all the
@@ -20,6 +20,10 @@
 // A realloc that moves the object (realloc_moved) is not included: a design
 // could sometimes grow in place, so leaving it out keeps the count a lower
 // bound.
+//
+// bytes = the sizes of new objects (malloc, calloc, the aligned
+// allocations, a realloc that moves or starts from NULL), each rounded up
+// to 16: the fresh memory an allocator that never reuses an address takes.
 //
 // With FREE_DELAY_NS=N in the environment, every free that counts in
 // `frees` also busy-waits N ns on the freeing thread before it returns (and
@@ -75,6 +79,7 @@ enum {
 	C_VALLOC,
 	C_PVALLOC,
 	C_USABLE_SIZE,
+	C_BYTES,  // bytes allocated, each object rounded up to 16
 	C_CYCLES, // TSC cycles inside glibc's allocator (not printed as a count)
 	C_DELAY,  // ns spent in revoke_delay (not printed as a count)
 	NCOUNT
@@ -83,7 +88,7 @@ enum {
 static const char *const names[NCOUNT] = {
 	"frees", "free_null", "malloc", "calloc", "realloc", "realloc_moved",
 	"realloc_free", "reallocarray", "posix_memalign", "aligned_alloc",
-	"memalign", "valloc", "pvalloc", "malloc_usable_size", "cycles", "delay",
+	"memalign", "valloc", "pvalloc", "malloc_usable_size", "bytes", "cycles", "delay",
 };
 
 // One slot per thread; threads past the table share the last slot
@@ -121,6 +126,10 @@ static inline void add(int what, uint64_t n)
 }
 
 static inline void count(int what) { add(what, 1); }
+
+// allocated counts the bytes of a new object: an allocator that never
+// reuses an address takes that much fresh memory.
+static inline void allocated(size_t n) { add(C_BYTES, n ? (n + 15) & ~(size_t)15 : 16); }
 
 static inline void timed_add(uint64_t t0)
 {
@@ -177,12 +186,14 @@ void free(void *p)
 void *malloc(size_t n)
 {
 	count(C_MALLOC);
+	allocated(n);
 	return TIMED(__libc_malloc(n));
 }
 
 void *calloc(size_t a, size_t b)
 {
 	count(C_CALLOC);
+	allocated(a * b);
 	return TIMED(__libc_calloc(a, b));
 }
 
@@ -193,8 +204,12 @@ static void *do_realloc(void *p, size_t n)
 		count(C_REALLOC_FREE); // glibc frees p and returns NULL
 		if (delay_ns)
 			revoke_delay();
-	} else if (p && q && q != p)
+	} else if (p && q && q != p) {
 		count(C_REALLOC_MOVED);
+		allocated(n);
+	} else if (!p && q) {
+		allocated(n);
+	}
 	return q;
 }
 
@@ -237,30 +252,35 @@ int posix_memalign(void **out, size_t align, size_t n)
 	count(C_POSIX_MEMALIGN);
 	if (!next_posix_memalign) // dlopen/dlsym may call calloc: ours forwards directly
 		next_posix_memalign = (int (*)(void **, size_t, size_t))libc_sym("posix_memalign");
+	allocated(n);
 	return TIMED(next_posix_memalign(out, align, n));
 }
 
 void *aligned_alloc(size_t align, size_t n)
 {
 	count(C_ALIGNED_ALLOC);
+	allocated(n);
 	return TIMED(__libc_memalign(align, n)); // glibc 2.36: the same function
 }
 
 void *memalign(size_t align, size_t n)
 {
 	count(C_MEMALIGN);
+	allocated(n);
 	return TIMED(__libc_memalign(align, n));
 }
 
 void *valloc(size_t n)
 {
 	count(C_VALLOC);
+	allocated(n);
 	return TIMED(__libc_valloc(n));
 }
 
 void *pvalloc(size_t n)
 {
 	count(C_PVALLOC);
+	allocated(n);
 	return TIMED(__libc_pvalloc(n));
 }
 
@@ -321,11 +341,12 @@ static void report(const char *via)
 		for (int k = 0; k < NCOUNT; k++)
 			sum[k] += atomic_load(&slots[i].n[k]);
 	}
-	uint64_t exit_frees = 0, exit_allocs = 0, exit_cycles = 0;
+	uint64_t exit_frees = 0, exit_allocs = 0, exit_cycles = 0, exit_bytes = 0;
 	if (mine) {
 		exit_frees = atomic_load(&mine->n[C_FREE]) + atomic_load(&mine->n[C_REALLOC_FREE]);
 		exit_allocs = allocs(mine);
 		exit_cycles = atomic_load(&mine->n[C_CYCLES]);
+		exit_bytes = atomic_load(&mine->n[C_BYTES]);
 	}
 	double hz = tsc_hz();
 	struct timespec tc;
@@ -341,9 +362,10 @@ static void report(const char *via)
 		len += snprintf(buf + len, sizeof buf - len, " %s=%llu", names[k], (unsigned long long)sum[k]);
 	len += snprintf(buf + len, sizeof buf - len,
 			" threads=%u max_thread_frees=%llu exit_thread_frees=%llu exit_thread_allocs=%llu"
-			" exit_thread_cpu=%.6f proc_cpu=%.6f alloc_s=%.6f exit_thread_alloc_s=%.6f delay_s=%.6f\n",
+			" exit_thread_bytes=%llu exit_thread_cpu=%.6f proc_cpu=%.6f alloc_s=%.6f"
+			" exit_thread_alloc_s=%.6f delay_s=%.6f\n",
 			used, (unsigned long long)max_frees, (unsigned long long)exit_frees,
-			(unsigned long long)exit_allocs, tc.tv_sec + tc.tv_nsec / 1e9,
+			(unsigned long long)exit_allocs, (unsigned long long)exit_bytes, tc.tv_sec + tc.tv_nsec / 1e9,
 			secs(ru.ru_utime) + secs(ru.ru_stime), sum[C_CYCLES] / hz, exit_cycles / hz,
 			sum[C_DELAY] * 1e-9);
 	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
