@@ -38,6 +38,8 @@ func TestCheckExecutable(t *testing.T) {
 		{"no interpreter", write("empty", "#!\n", 0o755), nil, "names no interpreter"},
 		{"interpreter loop", write("loop", "#!"+filepath.Join(dir, "loop")+"\n", 0o755), nil, "interpreters"},
 		{"not a program", write("text", "hello\n", 0o755), nil, "neither an ELF program nor"},
+		{"a truncated ELF header", write("truncated", string(dynamic[:40]), 0o755), nil, "neither an ELF program nor"},
+		{"program headers past the end", write("cut", string(dynamic[:64]), 0o755), nil, "program headers"},
 	} {
 		err := checkExecutable(tc.path)
 		switch {
