@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -56,13 +55,12 @@ func checkFile(path string, privileges bool) (string, error) {
 			return "", err
 		}
 	}
-	f, err := os.Open(path)
+	var head [256]byte
+	fd, n, err := readHead(path, head[:])
 	if err != nil {
 		return "", fmt.Errorf("cell: %w", err)
 	}
-	defer f.Close()
-	var head [256]byte
-	n, _ := f.ReadAt(head[:], 0)
+	defer unix.Close(fd)
 	if rest, ok := bytes.CutPrefix(head[:n], []byte("#!")); ok {
 		line, _, _ := bytes.Cut(rest, []byte("\n"))
 		fields := strings.Fields(string(line))
@@ -71,7 +69,7 @@ func checkFile(path string, privileges bool) (string, error) {
 		}
 		return fields[0], nil
 	}
-	dynamic, err := hasInterp(f, head[:n])
+	dynamic, err := hasInterp(fd, head[:n])
 	if err != nil {
 		return "", fmt.Errorf("cell: %s is neither an ELF program nor a #! script: %w", path, err)
 	}
@@ -81,11 +79,11 @@ func checkFile(path string, privileges bool) (string, error) {
 	return "", nil
 }
 
-// hasInterp says whether the 64-bit little-endian ELF file f, whose first
-// bytes are head, names a program interpreter (PT_INTERP): whether the
+// hasInterp says whether the 64-bit little-endian ELF file open at fd,
+// whose first bytes are head, names a program interpreter (PT_INTERP): whether the
 // kernel starts it through the dynamic loader. It reads the ELF header and
 // the program headers only: an exec is checked while its caller waits.
-func hasInterp(f *os.File, head []byte) (bool, error) {
+func hasInterp(fd int, head []byte) (bool, error) {
 	le := binary.LittleEndian
 	if len(head) < 64 || !bytes.HasPrefix(head, []byte(elf.ELFMAG)) || elf.Class(head[elf.EI_CLASS]) != elf.ELFCLASS64 || elf.Data(head[elf.EI_DATA]) != elf.ELFDATA2LSB {
 		return false, errors.New("not a 64-bit little-endian ELF file")
@@ -95,8 +93,8 @@ func hasInterp(f *os.File, head []byte) (bool, error) {
 		return false, fmt.Errorf("program headers of %d bytes, %d of them", phentsize, phnum)
 	}
 	phdrs := make([]byte, phentsize*phnum)
-	if _, err := f.ReadAt(phdrs, int64(phoff)); err != nil {
-		return false, fmt.Errorf("program headers: %w", err)
+	if n, err := unix.Pread(fd, phdrs, int64(phoff)); err != nil || n < len(phdrs) {
+		return false, fmt.Errorf("program headers: %d bytes of %d read: %v", n, len(phdrs), err)
 	}
 	for i := range phnum {
 		if elf.ProgType(le.Uint32(phdrs[i*phentsize:])) == elf.PT_INTERP {

@@ -1,9 +1,8 @@
 package cell
 
 import (
-	"bufio"
+	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -120,14 +119,15 @@ func programOf(root, path string) (string, error) {
 // scriptInterpreter is the interpreter a #! script names, "" for any
 // other file.
 func scriptInterpreter(path string) (string, error) {
-	f, err := os.Open(path)
+	var head [256]byte
+	fd, n, err := readHead(path, head[:])
 	if err != nil {
 		return "", fmt.Errorf("cell: %w", err)
 	}
-	defer f.Close()
-	head, _ := bufio.NewReader(f).ReadString('\n')
-	if rest, ok := strings.CutPrefix(head, "#!"); ok {
-		if fields := strings.Fields(rest); len(fields) > 0 {
+	unix.Close(fd)
+	if rest, ok := bytes.CutPrefix(head[:n], []byte("#!")); ok {
+		line, _, _ := bytes.Cut(rest, []byte("\n"))
+		if fields := strings.Fields(string(line)); len(fields) > 0 {
 			return fields[0], nil
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -172,7 +171,7 @@ func (ids *identities) compartmentOf(o *attribute.Object) (string, bool) {
 // sealed says that the audit library seals what the loader maps (mseal
 // worked): where it could not, a mapping need not be sealed.
 func loadedCode(pid int, space *attribute.Space, objs *attribute.Objects, sealed bool) (*attribute.Space, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
+	b, err := readAll(fmt.Sprintf("/proc/%d/smaps", pid))
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package cell
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -76,7 +75,7 @@ type imageStart struct {
 // each exec, and by nothing else (prctl(PR_SET_MM_AUXV) needs
 // CAP_SYS_RESOURCE).
 func auxv(tgid int) ([]byte, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/auxv", tgid))
+	b, err := readAll(fmt.Sprintf("/proc/%d/auxv", tgid))
 	if err != nil {
 		return nil, fmt.Errorf("cell: %w", err)
 	}
@@ -181,7 +180,7 @@ func unmapsLoaderCache(n *notify.Notification) bool {
 	if size == 0 || end < start {
 		return false
 	}
-	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", n.Pid))
+	maps, err := readAll(fmt.Sprintf("/proc/%d/maps", n.Pid))
 	if err != nil {
 		return false
 	}

@@ -160,7 +160,7 @@ func (s *supervisor) stop() {
 	<-s.done
 	s.tracer.stop()
 	for _, t := range s.threads {
-		t.syscall.Close()
+		t.close()
 	}
 	for _, p := range s.procs {
 		p.close()

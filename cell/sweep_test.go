@@ -1,8 +1,6 @@
 package cell
 
 import (
-	"fmt"
-	"os"
 	"os/exec"
 	"testing"
 )
@@ -13,17 +11,17 @@ func TestSweep(t *testing.T) {
 	s := &supervisor{threads: map[int]*thread{}, procs: map[int]*process{}}
 	record := func(pid int) {
 		t.Helper()
-		f, err := os.Open(fmt.Sprintf("/proc/%d/syscall", pid))
-		if err != nil {
-			t.Fatal(err)
-		}
 		pidfd, err := pidfdOpen(pid)
 		if err != nil {
 			t.Fatal(err)
 		}
 		p := &process{tgid: pid, pidfd: pidfd}
 		s.procs[pid] = p
-		s.threads[pid] = newThread(pid, f, p)
+		th, err := openThread(pid, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.threads[pid] = th
 	}
 	dead := exec.Command("true")
 	if err := dead.Start(); err != nil {

@@ -1,10 +1,8 @@
 package cell
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -19,11 +17,9 @@ import (
 // thread is a thread of the program that made a supervised call.
 type thread struct {
 	tid int
-	// syscall is /proc/TID/syscall, kept open: it pins the thread, so a
-	// read fails (ESRCH) once the thread is gone, even if its id has been
+	// fd is /proc/TID/syscall, kept open: it pins the thread, so a read
+	// fails (ESRCH) once the thread is gone, even if its id has been
 	// reused.
-	syscall *os.File
-	// fd is syscall's descriptor.
 	fd   int
 	proc *process
 }
@@ -74,11 +70,17 @@ func (p *process) exited() bool {
 	return err == nil && n > 0
 }
 
-// newThread is the record of thread tid of p, whose /proc/TID/syscall
-// is f.
-func newThread(tid int, f *os.File, p *process) *thread {
-	return &thread{tid: tid, syscall: f, fd: int(f.Fd()), proc: p}
+// openThread opens the record of thread tid of p.
+func openThread(tid int, p *process) (*thread, error) {
+	fd, err := unix.Open(fmt.Sprintf("/proc/%d/syscall", tid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("cell: /proc/%d/syscall: %w", tid, err)
+	}
+	return &thread{tid: tid, fd: fd, proc: p}, nil
 }
+
+// close closes the thread's record.
+func (t *thread) close() { unix.Close(t.fd) }
 
 // entry is a thread stopped at system call entry: its stack and
 // instruction pointers, from /proc/TID/syscall.
@@ -126,14 +128,12 @@ func tgidOf(tid int) (int, error) { return statusField(tid, "Tgid") }
 
 // statusField reads the number field key of /proc/ID/status.
 func statusField(id int, key string) (int, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", id))
+	b, err := readAll(fmt.Sprintf("/proc/%d/status", id))
 	if err != nil {
 		return 0, fmt.Errorf("cell: %w", err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), key+":"); ok {
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, key+":"); ok {
 			return strconv.Atoi(strings.TrimSpace(v))
 		}
 	}
@@ -205,7 +205,7 @@ func (s *supervisor) forget(tid int, t *thread) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.threads[tid] == t {
-		t.syscall.Close()
+		t.close()
 		delete(s.threads, tid)
 	}
 }
@@ -220,21 +220,18 @@ func (s *supervisor) thread(tid int) (*thread, error) {
 	if len(s.threads) >= s.sweepAt {
 		s.sweep()
 	}
-	f, err := os.Open(fmt.Sprintf("/proc/%d/syscall", tid))
-	if err != nil {
-		return nil, fmt.Errorf("cell: %w", err)
-	}
 	tgid, err := tgidOf(tid)
 	if err != nil {
-		f.Close()
 		return nil, err
 	}
 	p, err := s.process(tgid)
 	if err != nil {
-		f.Close()
 		return nil, err
 	}
-	t := newThread(tid, f, p)
+	t, err := openThread(tid, p)
+	if err != nil {
+		return nil, err
+	}
 	s.threads[tid] = t
 	return t, nil
 }
@@ -245,7 +242,7 @@ func (s *supervisor) thread(tid int) (*thread, error) {
 func (s *supervisor) sweep() {
 	for tid, t := range s.threads {
 		if _, err := t.readEntry(); err != nil && !errors.Is(err, errRunning) {
-			t.syscall.Close()
+			t.close()
 			delete(s.threads, tid)
 		}
 	}
@@ -267,7 +264,7 @@ func (s *supervisor) process(tgid int) (*process, error) {
 		p.close()
 		for tid, t := range s.threads {
 			if t.proc == p {
-				t.syscall.Close()
+				t.close()
 				delete(s.threads, tid)
 			}
 		}
