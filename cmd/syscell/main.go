@@ -85,7 +85,7 @@ Exit status: 0 on success, 1 on a failure at run time, 2 on bad input.`,
 	root.AddCommand(compileCommand(), disasmCommand(), evalCommand(), convertCommand(),
 		measureCommand(), benchCommand(), exportCommand(), versionCommand())
 	root.AddCommand(runCommand())
-	root.AddCommand(recordCommand())
+	root.AddCommand(recordCommand(), inferCommand())
 	root.AddCommand(scoreCommand(), diffCommand())
 	return root
 }

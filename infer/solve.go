@@ -1,0 +1,205 @@
+package infer
+
+import "github.com/syscell/syscell/infer/x86"
+
+// solver computes every node's summary to a fixed point.
+type solver struct {
+	*linker
+	sums []summary
+	// callers lists, for each node, the calls that may reach it.
+	callers [][]callSite
+	// fieldValues memoizes fieldsAt.
+	fieldValues map[fieldKey]*summary
+	// deps[t] are the nodes whose summary read t's.
+	deps  [][]int
+	depOf []map[int]bool
+}
+
+func newSolver(l *linker) *solver {
+	return &solver{linker: l, sums: make([]summary, len(l.nodes)), deps: make([][]int, len(l.nodes)),
+		depOf: make([]map[int]bool, len(l.nodes)), fieldValues: map[fieldKey]*summary{}}
+}
+
+// solve recomputes nodes until none changes.
+func (s *solver) solve() {
+	work := make([]int, len(s.nodes))
+	queued := make([]bool, len(s.nodes))
+	for i := range work {
+		work[i], queued[i] = i, true
+	}
+	for len(work) > 0 {
+		n := work[0]
+		work = work[1:]
+		queued[n] = false
+		sum := s.compute(n)
+		if sum == s.sums[n] {
+			continue
+		}
+		s.sums[n] = sum
+		for _, d := range s.deps[n] {
+			if !queued[d] {
+				queued[d] = true
+				work = append(work, d)
+			}
+		}
+	}
+}
+
+// depend notes that n's summary reads t's.
+func (s *solver) depend(n, t int) {
+	if s.depOf[t] == nil {
+		s.depOf[t] = map[int]bool{}
+	}
+	if !s.depOf[t][n] {
+		s.depOf[t][n] = true
+		s.deps[t] = append(s.deps[t], n)
+	}
+}
+
+// compute is node n's summary from its own code and its callees'
+// current summaries.
+func (s *solver) compute(n int) summary {
+	var sum summary
+	fn := s.nodes[n].fn
+	if fn == nil {
+		return s.computeOwn(n)
+	}
+	for _, sc := range fn.Syscalls {
+		if sc.ABI != x86.X86_64 {
+			continue
+		}
+		s.number(&sum, sc.Nr, s.nodes[n].obj)
+	}
+	for i := range fn.Calls {
+		c := &fn.Calls[i]
+		if !c.Direct && c.Ptr.Kind == x86.Param {
+			sum.calls |= 1 << c.Ptr.Arg
+			continue
+		}
+		if t, ok := s.checked(s.nodes[n].obj, fn, c); ok {
+			s.reach(n, &sum, t, c)
+			continue
+		}
+		s.reach(n, &sum, s.call(s.nodes[n].obj, c), c)
+	}
+	return sum
+}
+
+// computeOwn is the summary of a pseudo-node: what calling its members
+// makes of the arguments (which are numbers, fields, callbacks); their
+// calls count for the object anyway.
+func (s *solver) computeOwn(n int) summary {
+	var sum summary
+	for _, m := range s.nodes[n].members {
+		s.depend(n, m)
+		ms := s.sums[m]
+		sum.params |= ms.params
+		sum.calls |= ms.calls
+		for _, f := range ms.fields[:ms.nfields] {
+			sum.addField(f)
+		}
+		sum.all = sum.all || ms.all
+	}
+	return sum
+}
+
+// number adds a call whose number is v, in object o, to sum.
+func (s *solver) number(sum *summary, v x86.Value, o int) {
+	switch {
+	case v.Kind == x86.Const:
+		for _, nr := range v.Consts {
+			sum.nrs.add(nr & 0xffffffff)
+		}
+	case v.Kind == x86.Param:
+		sum.params |= 1 << v.Arg
+	case v.Kind == x86.Field && len(v.Path()) == 1 && v.Base().Kind == x86.Param:
+		sum.addField(fieldDep{v.Base().Arg, v.Offset()})
+	case v.Kind == x86.Field && len(v.Path()) == 1:
+		f := s.globalField(o, v.Base().Consts[0], v.Offset())
+		sum.merge(&f)
+	default:
+		sum.all = true
+	}
+}
+
+// unknown marks an indirect call n makes whose targets are not known.
+func (s *solver) unknown(n int, sum *summary) {
+	if s.runtime[s.nodes[n].obj] {
+		sum.pools |= 1 << poolRuntime
+	} else {
+		sum.pools |= 1 << poolOther
+	}
+}
+
+// reach adds to n's summary what a call c reaching t does, with c's
+// arguments for the callee's parameters and callbacks. c is nil for a
+// call whose arguments are unknown.
+func (s *solver) reach(n int, sum *summary, t targets, c *x86.Call) {
+	if t.unknown {
+		s.unknown(n, sum)
+		if own := s.own[s.nodes[n].obj]; own >= 0 && own != n && c != nil {
+			s.reach(n, sum, targets{nodes: []int{own}}, c)
+		}
+	}
+	sum.pools |= t.pools
+	for _, callee := range t.nodes {
+		if !s.counts(n, callee) {
+			continue
+		}
+		s.depend(n, callee)
+		cs := s.sums[callee]
+		sum.nrs.union(&cs.nrs)
+		sum.all = sum.all || cs.all
+		sum.pools |= cs.pools
+		o := s.nodes[n].obj
+		for arg := range 6 {
+			if cs.params&(1<<arg) != 0 {
+				s.number(sum, argValue(c, arg), o)
+			}
+			if cs.calls&(1<<arg) != 0 {
+				s.callback(n, sum, argValue(c, arg))
+			}
+		}
+		for _, f := range cs.fields[:cs.nfields] {
+			s.number(sum, fieldValue(c, f), o)
+		}
+	}
+}
+
+// fieldValue is the value a call gives to a field: the word its caller
+// stored in its frame where the argument points, or the same field of
+// the caller's own argument.
+func fieldValue(c *x86.Call, f fieldDep) x86.Value {
+	if c == nil {
+		return x86.Value{}
+	}
+	switch a := c.Args[f.arg]; a.Kind {
+	case x86.Stack:
+		for _, af := range c.Fields {
+			if af.Arg == f.arg && af.Offset == f.off {
+				return af.Value
+			}
+		}
+	case x86.Param:
+		return x86.FieldOf(a, f.off)
+	}
+	return x86.Value{}
+}
+
+// argValue is argument arg of call c, Unknown without a call.
+func argValue(c *x86.Call, arg int) x86.Value {
+	if c == nil {
+		return x86.Value{}
+	}
+	return c.Args[arg]
+}
+
+// callback adds to n's summary a call of the function v points to, made
+// by a callee with arguments the analysis does not know.
+func (s *solver) callback(n int, sum *summary, v x86.Value) {
+	if v.Kind == x86.Param {
+		sum.calls |= 1 << v.Arg
+		return
+	}
+	s.reach(n, sum, s.value(s.nodes[n].obj, v), nil)
+}
