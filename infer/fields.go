@@ -86,10 +86,9 @@ func (s *solver) callersOf(n int) []callSite {
 			if nd.fn == nil {
 				continue
 			}
-			for i := range nd.fn.Calls {
-				c := &nd.fn.Calls[i]
-				for _, t := range s.call(nd.obj, c).nodes {
-					s.callers[t] = append(s.callers[t], callSite{m, c})
+			for i, t := range s.targetsOf(m) {
+				for _, callee := range t.nodes {
+					s.callers[callee] = append(s.callers[callee], callSite{m, &nd.fn.Calls[i]})
 				}
 			}
 		}

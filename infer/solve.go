@@ -10,6 +10,8 @@ type solver struct {
 	callers [][]callSite
 	// fieldValues memoizes fieldsAt.
 	fieldValues map[fieldKey]*summary
+	// resolved are the targets of each node's calls (targetsOf).
+	resolved [][]targets
 	// deps[t] are the nodes whose summary read t's.
 	deps  [][]int
 	depOf []map[int]bool
@@ -17,15 +19,15 @@ type solver struct {
 
 func newSolver(l *linker) *solver {
 	return &solver{linker: l, sums: make([]summary, len(l.nodes)), deps: make([][]int, len(l.nodes)),
-		depOf: make([]map[int]bool, len(l.nodes)), fieldValues: map[fieldKey]*summary{}}
+		depOf: make([]map[int]bool, len(l.nodes)), fieldValues: map[fieldKey]*summary{}, resolved: make([][]targets, len(l.nodes))}
 }
 
 // solve recomputes nodes until none changes.
 func (s *solver) solve() {
-	work := make([]int, len(s.nodes))
+	work := s.calleesFirst()
 	queued := make([]bool, len(s.nodes))
-	for i := range work {
-		work[i], queued[i] = i, true
+	for _, n := range work {
+		queued[n] = true
 	}
 	for len(work) > 0 {
 		n := work[0]
@@ -43,6 +45,52 @@ func (s *solver) solve() {
 			}
 		}
 	}
+}
+
+// calleesFirst orders the nodes so that a node comes after the nodes
+// its calls reach, but in cycles: a postorder of the calls, so that a
+// first pass computes most summaries from final ones.
+func (s *solver) calleesFirst() []int {
+	order := make([]int, 0, len(s.nodes))
+	state := make([]uint8, len(s.nodes))
+	type frame struct {
+		n, i    int
+		callees []int
+	}
+	for root := range s.nodes {
+		if state[root] != 0 {
+			continue
+		}
+		state[root] = 1
+		stack := []frame{{root, 0, s.calleesOf(root)}}
+		for len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			if top.i < len(top.callees) {
+				next := top.callees[top.i]
+				top.i++
+				if state[next] == 0 {
+					state[next] = 1
+					stack = append(stack, frame{next, 0, s.calleesOf(next)})
+				}
+				continue
+			}
+			order = append(order, top.n)
+			stack = stack[:len(stack)-1]
+		}
+	}
+	return order
+}
+
+// calleesOf are the nodes node n's calls reach directly.
+func (s *solver) calleesOf(n int) []int {
+	if s.nodes[n].fn == nil {
+		return s.nodes[n].members
+	}
+	var out []int
+	for _, t := range s.targetsOf(n) {
+		out = append(out, t.nodes...)
+	}
+	return out
 }
 
 // depend notes that n's summary reads t's.
@@ -70,19 +118,34 @@ func (s *solver) compute(n int) summary {
 		}
 		s.number(&sum, sc.Nr, s.nodes[n].obj)
 	}
-	for i := range fn.Calls {
+	for i, t := range s.targetsOf(n) {
 		c := &fn.Calls[i]
 		if !c.Direct && c.Ptr.Kind == x86.Param {
 			sum.calls |= 1 << c.Ptr.Arg
 			continue
 		}
-		if t, ok := s.checked(s.nodes[n].obj, fn, c); ok {
-			s.reach(n, &sum, t, c)
-			continue
-		}
-		s.reach(n, &sum, s.call(s.nodes[n].obj, c), c)
+		s.reach(n, &sum, t, c)
 	}
 	return sum
+}
+
+// targetsOf resolves, once, what each call of node n may reach.
+func (s *solver) targetsOf(n int) []targets {
+	if s.resolved[n] != nil {
+		return s.resolved[n]
+	}
+	o, fn := s.nodes[n].obj, s.nodes[n].fn
+	out := make([]targets, len(fn.Calls))
+	for i := range fn.Calls {
+		c := &fn.Calls[i]
+		if t, ok := s.checked(o, fn, c); ok {
+			out[i] = t
+		} else if c.Direct || c.Ptr.Kind != x86.Param {
+			out[i] = s.call(o, c)
+		}
+	}
+	s.resolved[n] = out
+	return out
 }
 
 // computeOwn is the summary of a pseudo-node: what calling its members
