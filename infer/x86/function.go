@@ -217,9 +217,11 @@ func isJcc(op x86asm.Op) bool {
 }
 
 // ends says whether control never falls through past the instruction.
+// A byte that decodes to nothing may be anything: control goes on after
+// it, knowing nothing.
 func (in *inst) ends() bool {
 	if in.bad {
-		return true
+		return false
 	}
 	switch in.Op {
 	case x86asm.JMP, x86asm.RET, x86asm.HLT, x86asm.UD0, x86asm.UD1, x86asm.UD2,
