@@ -309,6 +309,38 @@ func (l *linker) call(o int, c *x86.Call) targets {
 	return l.value(o, c.Ptr)
 }
 
+// trampoline says whether a function of object o is one of the loader's
+// lazy-binding trampolines: it jumps to what a call returned, the
+// function that call bound to the PLT entry being resolved.
+func (l *linker) trampoline(o int, fn *x86.Function) bool {
+	if o != l.loader {
+		return false
+	}
+	for _, c := range fn.Calls {
+		if c.Tail && c.Ptr.Kind == x86.Ret {
+			return true
+		}
+	}
+	return false
+}
+
+// trampolines are the loader's lazy-binding trampolines: its functions
+// that jump to what a call returned, whose addresses it takes (to store
+// them in each object's GOT[2]).
+func (l *linker) trampolines() targets {
+	var t targets
+	if l.loader < 0 {
+		return t
+	}
+	taken := l.taken(l.loader)
+	for _, addr := range sortedKeys(l.objs[l.loader].Functions) {
+		if n := l.index[l.loader][addr]; taken[n] && l.trampoline(l.loader, l.nodes[n].fn) {
+			t.nodes = append(t.nodes, n)
+		}
+	}
+	return t
+}
+
 // counts says whether calls made by node t count for node n's
 // compartment: t is in the same object, or in the runtime, which acts
 // for its callers.

@@ -275,10 +275,10 @@ func (p *Program) Object(i int) Calls {
 		out.merge(&final)
 	}
 	if !o.BindNow && hasPLT(o) {
-		// The loader's lazy-binding resolver runs on the object's
-		// behalf: it is among the runtime's functions whose address is
-		// taken.
-		out.merge(&p.pools[poolRuntime])
+		// The loader's lazy-binding trampoline runs on the object's
+		// behalf at the first call of each import.
+		lazy := p.final(p.join(l.trampolines()))
+		out.merge(&lazy)
 	}
 	return callsOf(out)
 }

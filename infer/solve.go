@@ -136,8 +136,14 @@ func (s *solver) targetsOf(n int) []targets {
 	}
 	o, fn := s.nodes[n].obj, s.nodes[n].fn
 	out := make([]targets, len(fn.Calls))
+	bound := s.trampoline(o, fn)
 	for i := range fn.Calls {
 		c := &fn.Calls[i]
+		if bound && c.Ptr.Kind == x86.Ret {
+			// The function the trampoline bound: the caller's import,
+			// whose calls the analysis follows from the caller.
+			continue
+		}
 		if t, ok := s.checked(o, fn, c); ok {
 			out[i] = t
 		} else if c.Direct || c.Ptr.Kind != x86.Param {
