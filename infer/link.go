@@ -224,20 +224,12 @@ func (l *linker) byName(name string) targets {
 	return targets{nodes: l.exports[name]}
 }
 
-// symbol is what object o's reference to the symbol name reaches that
-// counts for it: the runtime's definitions, and its own (a library that
-// calls its own exports through its GOT). The loader may bind the name
-// to another object's, whose calls are that object's own.
+// symbol is what object o's reference to the symbol name reaches: the
+// definitions of every object, any of which the loader may bind it to
+// (the first in its search order; another object's calls are its own,
+// but those its tail calls make are the caller's).
 func (l *linker) symbol(o int, name string) targets {
-	t := l.byName(name)
-	if !l.runtime[o] {
-		for _, n := range l.defined[name] {
-			if l.nodes[n].obj == o {
-				t.nodes = append(t.nodes, n)
-			}
-		}
-	}
-	return t
+	return targets{nodes: l.defined[name]}
 }
 
 // everywhere are the definitions of the symbol name in every object.

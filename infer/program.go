@@ -69,15 +69,17 @@ func (p *Program) join(t targets) summary {
 		out.pools |= 1 << poolRuntime
 	}
 	for _, n := range t.nodes {
-		if !p.s.runtime[p.s.nodes[n].obj] {
-			continue
+		sums := []summary{p.s.ups[n]}
+		if p.s.runtime[p.s.nodes[n].obj] {
+			sums = append(sums, p.s.sums[n])
 		}
-		sum := p.s.sums[n]
-		out.nrs.union(&sum.nrs)
-		out.all = out.all || sum.all || sum.params != 0 || sum.nfields != 0
-		out.pools |= sum.pools
-		if sum.calls != 0 {
-			out.pools |= 1 << poolRuntime
+		for _, sum := range sums {
+			out.nrs.union(&sum.nrs)
+			out.all = out.all || sum.all || sum.params != 0 || sum.nfields != 0
+			out.pools |= sum.pools
+			if sum.calls != 0 {
+				out.pools |= 1 << poolRuntime
+			}
 		}
 	}
 	return out
@@ -324,11 +326,31 @@ func hasPLT(o *Object) bool {
 // Runtime returns what the runtime does with no caller outside it:
 // starting the program and ending it (libc's __libc_start_main), and
 // the functions it starts threads and children with, which are among
-// the ones whose addresses it takes.
+// the ones whose addresses it takes; and what the other objects' code
+// it starts with no caller below (constructors, the entry point, thread
+// functions, which are among those whose addresses are taken) makes its
+// own by tail calls.
 func (p *Program) Runtime() Calls {
 	out := p.pools[poolRuntime]
 	start := p.join(p.s.byName("__libc_start_main"))
 	out.merge(&start)
+	for i := range p.s.objs {
+		if p.s.runtime[i] {
+			continue
+		}
+		started := p.s.roots(i)
+		for n := range p.s.taken(i) {
+			started.nodes = append(started.nodes, n)
+		}
+		for _, n := range started.nodes {
+			// A tail call whose number is the argument of a function a
+			// thread starts with is not followed.
+			up := p.s.ups[n]
+			out.nrs.union(&up.nrs)
+			out.all = out.all || up.all
+			out.pools |= up.pools
+		}
+	}
 	return callsOf(p.final(out))
 }
 

@@ -5,7 +5,10 @@ import "github.com/syscell/syscell/infer/x86"
 // solver computes every node's summary to a fixed point.
 type solver struct {
 	*linker
-	sums []summary
+	// sums are what each node can do for its own compartment; ups what
+	// its tail calls make its caller's: a jump to the runtime replaces
+	// the object's frame, and the recorder finds the caller's below.
+	sums, ups []summary
 	// callers lists, for each node, the calls that may reach it.
 	callers [][]callSite
 	// fieldValues memoizes fieldsAt.
@@ -18,7 +21,7 @@ type solver struct {
 }
 
 func newSolver(l *linker) *solver {
-	return &solver{linker: l, sums: make([]summary, len(l.nodes)), deps: make([][]int, len(l.nodes)),
+	return &solver{linker: l, sums: make([]summary, len(l.nodes)), ups: make([]summary, len(l.nodes)), deps: make([][]int, len(l.nodes)),
 		depOf: make([]map[int]bool, len(l.nodes)), fieldValues: map[fieldKey]*summary{}, resolved: make([][]targets, len(l.nodes))}
 }
 
@@ -33,11 +36,11 @@ func (s *solver) solve() {
 		n := work[0]
 		work = work[1:]
 		queued[n] = false
-		sum := s.compute(n)
-		if sum == s.sums[n] {
+		sum, up := s.compute(n)
+		if sum == s.sums[n] && up == s.ups[n] {
 			continue
 		}
-		s.sums[n] = sum
+		s.sums[n], s.ups[n] = sum, up
 		for _, d := range s.deps[n] {
 			if !queued[d] {
 				queued[d] = true
@@ -106,8 +109,16 @@ func (s *solver) depend(n, t int) {
 
 // compute is node n's summary from its own code and its callees'
 // current summaries.
-func (s *solver) compute(n int) summary {
-	var sum summary
+//
+// A call's callee does for node n's compartment what it does for its
+// own, if it is in the same object or in the runtime, and what its tail
+// calls make its caller's. A tail call of an object's code (a jump out
+// of a function) puts all that in n's up instead: the recorder, which
+// finds the innermost frame outside the runtime, finds n's caller's.
+// The runtime's frames count for no one, so its tail calls are like its
+// calls.
+func (s *solver) compute(n int) (summary, summary) {
+	var sum, up summary
 	fn := s.nodes[n].fn
 	if fn == nil {
 		return s.computeOwn(n)
@@ -118,15 +129,20 @@ func (s *solver) compute(n int) summary {
 		}
 		s.number(&sum, sc.Nr, s.nodes[n].obj)
 	}
+	runtime := s.runtime[s.nodes[n].obj]
 	for i, t := range s.targetsOf(n) {
 		c := &fn.Calls[i]
+		into := &sum
+		if c.Tail && !runtime {
+			into = &up
+		}
 		if !c.Direct && c.Ptr.Kind == x86.Param {
-			sum.calls |= 1 << c.Ptr.Arg
+			into.calls |= 1 << c.Ptr.Arg
 			continue
 		}
-		s.reach(n, &sum, t, c)
+		s.reach(n, into, t, c)
 	}
-	return sum
+	return sum, up
 }
 
 // targetsOf resolves, once, what each call of node n may reach.
@@ -157,8 +173,8 @@ func (s *solver) targetsOf(n int) []targets {
 // computeOwn is the summary of a pseudo-node: what calling its members
 // makes of the arguments (which are numbers, fields, callbacks); their
 // calls count for the object anyway.
-func (s *solver) computeOwn(n int) summary {
-	var sum summary
+func (s *solver) computeOwn(n int) (summary, summary) {
+	var sum, up summary
 	for _, m := range s.nodes[n].members {
 		s.depend(n, m)
 		ms := s.sums[m]
@@ -168,8 +184,10 @@ func (s *solver) computeOwn(n int) summary {
 			sum.addField(f)
 		}
 		sum.all = sum.all || ms.all
+		mu := s.ups[m]
+		up.merge(&mu)
 	}
-	return sum
+	return sum, up
 }
 
 // number adds a call whose number is v, in object o, to sum.
@@ -212,26 +230,32 @@ func (s *solver) reach(n int, sum *summary, t targets, c *x86.Call) {
 	}
 	sum.pools |= t.pools
 	for _, callee := range t.nodes {
-		if !s.counts(n, callee) {
-			continue
-		}
 		s.depend(n, callee)
-		cs := s.sums[callee]
-		sum.nrs.union(&cs.nrs)
-		sum.all = sum.all || cs.all
-		sum.pools |= cs.pools
-		o := s.nodes[n].obj
-		for arg := range 6 {
-			if cs.params&(1<<arg) != 0 {
-				s.number(sum, argValue(c, arg), o)
-			}
-			if cs.calls&(1<<arg) != 0 {
-				s.callback(n, sum, argValue(c, arg))
-			}
+		if s.counts(n, callee) {
+			s.absorb(n, sum, s.sums[callee], c)
 		}
-		for _, f := range cs.fields[:cs.nfields] {
-			s.number(sum, fieldValue(c, f), o)
+		s.absorb(n, sum, s.ups[callee], c)
+	}
+}
+
+// absorb adds what a callee does (cs), called by node n with call c, to
+// sum: its calls, and those its parameters, callbacks and fields give
+// with c's arguments.
+func (s *solver) absorb(n int, sum *summary, cs summary, c *x86.Call) {
+	sum.nrs.union(&cs.nrs)
+	sum.all = sum.all || cs.all
+	sum.pools |= cs.pools
+	o := s.nodes[n].obj
+	for arg := range 6 {
+		if cs.params&(1<<arg) != 0 {
+			s.number(sum, argValue(c, arg), o)
 		}
+		if cs.calls&(1<<arg) != 0 {
+			s.callback(n, sum, argValue(c, arg))
+		}
+	}
+	for _, f := range cs.fields[:cs.nfields] {
+		s.number(sum, fieldValue(c, f), o)
 	}
 }
 

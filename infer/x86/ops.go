@@ -75,3 +75,14 @@ func isCmov(op x86asm.Op) bool {
 	}
 	return false
 }
+
+// isSetcc says whether op sets a byte from a condition.
+func isSetcc(op x86asm.Op) bool {
+	switch op {
+	case x86asm.SETA, x86asm.SETAE, x86asm.SETB, x86asm.SETBE, x86asm.SETE, x86asm.SETG,
+		x86asm.SETGE, x86asm.SETL, x86asm.SETLE, x86asm.SETNE, x86asm.SETNO, x86asm.SETNP,
+		x86asm.SETNS, x86asm.SETO, x86asm.SETP, x86asm.SETS:
+		return true
+	}
+	return false
+}

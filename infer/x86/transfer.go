@@ -102,6 +102,46 @@ func (s *state) stepRegs(in *x86asm.Inst, next uint64) {
 			}
 			return
 		}
+	case x86asm.SBB:
+		// sbb %r,%r is 0 or -1, by the carry: a branch-free choice.
+		if src, _, ok := regArg(in.Args[1]); ok && isReg && src == dst {
+			s.set(dst, bits, Value{Kind: Const, Consts: []uint64{0, ^uint64(0)}})
+			return
+		}
+	case x86asm.NEG, x86asm.NOT:
+		if isReg {
+			f := func(c uint64) uint64 { return -c }
+			if in.Op == x86asm.NOT {
+				f = func(c uint64) uint64 { return ^c }
+			}
+			s.set(dst, bits, s.regs[dst].mapConsts(f))
+			return
+		}
+	case x86asm.SHL, x86asm.SHR, x86asm.SAR:
+		if imm, ok := in.Args[1].(x86asm.Imm); ok && isReg {
+			n := uint64(imm) & 63
+			f := map[x86asm.Op]func(uint64) uint64{
+				x86asm.SHL: func(c uint64) uint64 { return c << n },
+				x86asm.SHR: func(c uint64) uint64 { return c >> n },
+				x86asm.SAR: func(c uint64) uint64 { return uint64(int64(c) >> n) },
+			}[in.Op]
+			if bits == 32 {
+				v := s.regs[dst].truncate32()
+				if in.Op == x86asm.SAR {
+					v = v.mapConsts(func(c uint64) uint64 { return uint64(int64(int32(c))) })
+				}
+				s.set(dst, 32, v.mapConsts(f))
+				return
+			}
+			s.set(dst, bits, s.regs[dst].mapConsts(f))
+			return
+		}
+	case x86asm.MOVZX:
+		if src, sbits, ok := regArg(in.Args[1]); ok && isReg {
+			mask := uint64(1)<<sbits - 1
+			s.set(dst, max(bits, 32), s.regs[src].mapConsts(func(c uint64) uint64 { return c & mask }))
+			return
+		}
 	case x86asm.INC, x86asm.DEC:
 		if isReg {
 			d := int64(1)
@@ -120,6 +160,11 @@ func (s *state) stepRegs(in *x86asm.Inst, next uint64) {
 			s.set(b, bbits, va)
 			return
 		}
+	}
+	if isSetcc(in.Op) && isReg && bits == 8 && s.regs[dst].Equal(ConstOf(0)) {
+		// A flag into a register cleared before: 0 or 1.
+		s.regs[dst] = Value{Kind: Const, Consts: []uint64{0, 1}}
+		return
 	}
 	if isCmov(in.Op) && isReg {
 		s.set(dst, bits, s.regs[dst].Join(s.operand(in.Args[1], next, in.MemBytes)))
