@@ -22,8 +22,10 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/syscell/syscell/attribute"
@@ -105,8 +107,6 @@ func link(exe string, opt Options) (*Program, []*Object, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var objs []*Object
-	cached := 0
 	loader := ""
 	dlopened := map[string]bool{}
 	for _, f := range found {
@@ -114,14 +114,10 @@ func link(exe string, opt Options) (*Program, []*Object, error) {
 			loader = f.Path
 		}
 		dlopened[f.Path] = f.Dlopened
-		o, hit, err := opt.object(f.Path, f.Image.BuildID)
-		if err != nil {
-			return nil, nil, err
-		}
-		if hit {
-			cached++
-		}
-		objs = append(objs, o)
+	}
+	objs, cached, err := opt.objects(found)
+	if err != nil {
+		return nil, nil, err
 	}
 	vdso, hit, err := opt.vdso()
 	if err != nil {
@@ -142,6 +138,43 @@ func link(exe string, opt Options) (*Program, []*Object, error) {
 	return p, objs, nil
 }
 
+// objects analyses the objects, or takes their analyses from the cache,
+// one per processor at a time.
+func (opt *Options) objects(found []*ldso.Object) ([]*Object, int, error) {
+	objs := make([]*Object, len(found))
+	hits := make([]bool, len(found))
+	errs := make([]error, len(found))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				objs[i], hits[i], errs[i] = opt.object(found[i].Path, found[i].Image.BuildID)
+			}
+		}()
+	}
+	for i := range found {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	cached := 0
+	for i := range found {
+		if errs[i] != nil {
+			return nil, 0, errs[i]
+		}
+		if hits[i] {
+			cached++
+		}
+	}
+	return objs, cached, nil
+}
+
+// progressMu orders the progress lines of objects analysed at once.
+var progressMu sync.Mutex
+
 // object analyses the object at path, or takes its analysis from the
 // cache.
 func (opt *Options) object(path, buildID string) (*Object, bool, error) {
@@ -154,7 +187,9 @@ func (opt *Options) object(path, buildID string) (*Object, bool, error) {
 		return nil, false, err
 	}
 	if opt.Progress != nil {
+		progressMu.Lock()
 		fmt.Fprintf(opt.Progress, "syscell: analysing %s\n", path)
+		progressMu.Unlock()
 	}
 	o := Analyse(img)
 	return o, false, opt.Cache.put(o)

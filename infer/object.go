@@ -2,7 +2,10 @@ package infer
 
 import (
 	"debug/elf"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"sort"
 
 	"github.com/syscell/syscell/infer/image"
@@ -183,11 +186,43 @@ func (a *analysis) drain() {
 		a.work = nil
 		a.codes = map[uint64]*x86.Code{}
 		slices.Sort(batch)
-		for _, addr := range batch {
-			a.read(addr)
+		jobs := make([]readJob, len(batch))
+		for i, addr := range batch {
+			jobs[i] = a.job(addr)
+		}
+		fns := make([]*x86.Function, len(batch))
+		parallel(len(jobs), func(i int) {
+			fns[i] = jobs[i].code.Read(batch[i], &a.env, jobs[i].orphans)
+		})
+		for i, addr := range batch {
+			a.obj.Functions[addr] = fns[i]
+			a.follow(fns[i])
 		}
 	}
 	a.codes = nil
+}
+
+// parallel calls f(0) to f(n-1), on every processor.
+func parallel(n int, f func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// readJob is how to read the function at an address: in which decoded
+// code, with landing pads or not.
+type readJob struct {
+	code    *x86.Code
+	orphans bool
 }
 
 // findNoReturn finds the functions that never return (exit, abort, and
@@ -284,9 +319,10 @@ func (a *analysis) code(start uint64) *x86.Code {
 	return c
 }
 
-// read analyses the function at addr and queues what it leads to. The
-// code an FDE with an LSDA starts with is read with its landing pads.
-func (a *analysis) read(addr uint64) {
+// job says how to read the function at addr: in the code of its FDE,
+// which, if it has an LSDA and starts there, is read with its landing
+// pads.
+func (a *analysis) job(addr uint64) readJob {
 	fde, inFrame := a.img.Frame(addr)
 	var code *x86.Code
 	if inFrame {
@@ -297,8 +333,11 @@ func (a *analysis) read(addr uint64) {
 		// instruction.
 		code = a.code(addr)
 	}
-	fn := code.Read(addr, &a.env, inFrame && fde.Start == addr && fde.LSDA)
-	a.obj.Functions[addr] = fn
+	return readJob{code: code, orphans: inFrame && fde.Start == addr && fde.LSDA}
+}
+
+// follow queues the functions a function leads to.
+func (a *analysis) follow(fn *x86.Function) {
 	for _, c := range fn.Calls {
 		if c.Direct {
 			a.add(c.Target)

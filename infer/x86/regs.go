@@ -3,6 +3,7 @@ package x86
 import (
 	"math"
 	"slices"
+	"sort"
 
 	"golang.org/x/arch/x86/x86asm"
 )
@@ -105,10 +106,21 @@ func (s *state) join(o *state) bool {
 	if o.escaped < s.escaped {
 		s.escaped, changed = o.escaped, true
 	}
+	// Both lists are sorted by offset: merge them.
 	var kept []slot
-	for _, a := range s.slots {
-		if b, ok := o.slot(a.off, a.size); ok {
-			kept = append(kept, slot{a.off, a.size, a.v.Join(b)})
+	for i, j := 0, 0; i < len(s.slots) && j < len(o.slots); {
+		a, b := s.slots[i], o.slots[j]
+		switch {
+		case a.off < b.off:
+			i++
+		case a.off > b.off:
+			j++
+		default:
+			if a.size == b.size {
+				kept = append(kept, slot{a.off, a.size, a.v.Join(b.v)})
+			}
+			i++
+			j++
 		}
 	}
 	if !slices.EqualFunc(kept, s.slots, func(a, b slot) bool { return a.off == b.off && a.size == b.size && a.v.Equal(b.v) }) {
@@ -119,25 +131,31 @@ func (s *state) join(o *state) bool {
 
 // slot is the value of the size-byte word at off, if known.
 func (s *state) slot(off, size int64) (Value, bool) {
-	for _, sl := range s.slots {
-		if sl.off == off && sl.size == size {
-			return sl.v, true
-		}
+	i := sort.Search(len(s.slots), func(i int) bool { return s.slots[i].off >= off })
+	if i < len(s.slots) && s.slots[i].off == off && s.slots[i].size == size {
+		return s.slots[i].v, true
 	}
 	return Value{}, false
 }
 
+// maxSlots bounds the words of a frame the analysis follows: beyond, the
+// lowest are forgotten.
+const maxSlots = 64
+
 // store notes that size bytes at off now hold v (Unknown forgets them).
 func (s *state) store(off, size int64, v Value) {
-	var out []slot
+	out := make([]slot, 0, len(s.slots)+1)
 	for _, sl := range s.slots {
 		if sl.off+sl.size <= off || sl.off >= off+size {
 			out = append(out, sl)
 		}
 	}
 	if v.Kind != Unknown {
-		out = append(out, slot{off, size, v})
-		slices.SortFunc(out, func(a, b slot) int { return int(a.off - b.off) })
+		i := sort.Search(len(out), func(i int) bool { return out[i].off >= off })
+		out = slices.Insert(out, i, slot{off, size, v})
+	}
+	if len(out) > maxSlots {
+		out = out[len(out)-maxSlots:]
 	}
 	s.slots = out
 }
