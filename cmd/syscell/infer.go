@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/syscell/syscell/attribute"
 	"github.com/syscell/syscell/infer"
+	"github.com/syscell/syscell/infer/image"
 	"github.com/syscell/syscell/record"
 )
 
@@ -160,10 +162,12 @@ func (c *inferCmd) run(cmd *cobra.Command, args []string) error {
 	return writeOutput(cmd, c.output, buf.Bytes())
 }
 
-// inferError makes a program or library that cannot be read bad input.
+// inferError makes a program or library that cannot be found or read as
+// an x86-64 ELF object bad input.
 func inferError(err error) error {
 	var pathErr *os.PathError
-	if errors.As(err, &pathErr) || errors.Is(err, infer.ErrNotFound) {
+	var format *elf.FormatError
+	if errors.As(err, &pathErr) || errors.As(err, &format) || errors.Is(err, infer.ErrNotFound) || errors.Is(err, image.ErrNotX86_64) {
 		return badInput{err}
 	}
 	return err

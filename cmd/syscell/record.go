@@ -24,6 +24,10 @@ type recordCmd struct {
 	allowLossy bool
 	stackBytes int
 	quiet      bool
+	// bound is "static" to compare the recording with the inferred
+	// calls.
+	bound string
+	cache cacheFlags
 }
 
 func recordCommand() *cobra.Command {
@@ -55,6 +59,12 @@ progress line every few seconds for long runs.
 this one, so that a policy covers several runs. --format syso-json writes
 {"path": {"x86_64 syscall number": count}}, as addrfilter's tools do.
 
+--bound static compares the recording, once written, with what syscell
+infer finds CMD (and every program and library the recording saw) can do,
+compartment by compartment: the calls recorded but not inferred (a bug of
+the analysis or of the attribution; syscell then exits with status 1)
+and those inferred but not recorded (what another run may need).
+
 SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to syscell are passed on to CMD,
 and recording goes on until CMD and its descendants have exited; a
 terminal's Ctrl-C reaches CMD itself, and a second one stops the recording
@@ -65,7 +75,8 @@ the system call tracepoint. syscell exits with CMD's exit status, or 128
 plus the signal that killed it, once the policy is written.`,
 		Example: `  syscell record -o nginx.toml -- nginx -g 'daemon off;'
   syscell record --merge run1.toml --merge run2.toml -o all.toml -- ./server
-  syscell record --format syso-json -o calls.json -- ./bench`,
+  syscell record --format syso-json -o calls.json -- ./bench
+  syscell record --bound static -o redis.toml -- redis-server`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return inputErrorf("usage: %s", cmd.UseLine())
@@ -83,6 +94,8 @@ plus the signal that killed it, once the policy is written.`,
 	fs.BoolVar(&c.allowLossy, "allow-lossy", false, "write the policy even if calls were lost or could not be attributed")
 	fs.IntVar(&c.stackBytes, "stack-bytes", trace.DefaultStackBytes, fmt.Sprintf("`BYTES` of stack to copy for an unwind, %d to %d", trace.MinStackBytes, trace.MaxStackBytes))
 	fs.BoolVarP(&c.quiet, "quiet", "q", false, "no progress lines")
+	fs.StringVar(&c.bound, "bound", "", "static: compare the recording with the inferred calls")
+	c.cache.register(cmd)
 	return cmd
 }
 
@@ -109,12 +122,24 @@ func (c *recordCmd) run(cmd *cobra.Command, args []string) error {
 	if err := c.write(cmd, rec); err != nil {
 		return err
 	}
+	if c.bound != "" {
+		opt, err := c.cache.options()
+		if err != nil {
+			return err
+		}
+		if err := checkRecording(cmd.ErrOrStderr(), rec, path, opt); err != nil {
+			return err
+		}
+	}
 	return commandStatus(cmd, args[0], state)
 }
 
 func (c *recordCmd) check() error {
 	if c.format != "toml" && c.format != "syso-json" {
 		return inputErrorf("--format: unknown format %q (want toml or syso-json)", c.format)
+	}
+	if c.bound != "" && c.bound != "static" {
+		return inputErrorf("--bound: unknown bound %q (want static)", c.bound)
 	}
 	if c.stackBytes < trace.MinStackBytes || c.stackBytes > trace.MaxStackBytes {
 		return inputErrorf("--stack-bytes: %d is not between %d and %d", c.stackBytes, trace.MinStackBytes, trace.MaxStackBytes)

@@ -165,7 +165,11 @@ func (l *loader) closure(queue *[]*Object) error {
 
 // open reads the object at path, once per file.
 func (l *loader) open(path, neededBy string) (*Object, error) {
-	real, err := filepath.EvalSymlinks(path)
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
 		return nil, err
 	}
