@@ -327,24 +327,27 @@ func hasPLT(o *Object) bool {
 // starting the program and ending it (libc's __libc_start_main), and
 // the functions it starts threads and children with, which are among
 // the ones whose addresses it takes; and what the other objects' code
-// it starts with no caller below (constructors, the entry point, thread
-// functions, which are among those whose addresses are taken) makes its
-// own by tail calls.
+// it starts with no caller below (the entry point, constructors and
+// destructors) makes its own by tail calls. A function a thread starts
+// with that ends in a tail call of libc is not followed there.
 func (p *Program) Runtime() Calls {
 	out := p.pools[poolRuntime]
 	start := p.join(p.s.byName("__libc_start_main"))
 	out.merge(&start)
-	for i := range p.s.objs {
+	for i, o := range p.s.objs {
 		if p.s.runtime[i] {
 			continue
 		}
-		started := p.s.roots(i)
-		for n := range p.s.taken(i) {
-			started.nodes = append(started.nodes, n)
+		var started targets
+		for _, addr := range append([]uint64{o.Entry}, o.InitFini...) {
+			started.add(p.s.at(i, addr))
+		}
+		for _, sec := range o.Sections {
+			if sec.Name == ".init_array" || sec.Name == ".fini_array" || sec.Name == ".preinit_array" {
+				started.add(p.s.wordsIn(i, sec.Range))
+			}
 		}
 		for _, n := range started.nodes {
-			// A tail call whose number is the argument of a function a
-			// thread starts with is not followed.
 			up := p.s.ups[n]
 			out.nrs.union(&up.nrs)
 			out.all = out.all || up.all

@@ -10,6 +10,7 @@ packages=(
 	strace runc crun               # tracing and container runtimes
 	gcc libc6-dev make             # C; libc6-dev: static libc (integration/'s probe)
 	redis-server redis-tools nginx wrk postgresql postgresql-contrib fio # integration/'s servers
+	binutils python3 perl git openssl curl sqlite3 jq # infer's Debian programs (binutils: as)
 )
 
 missing=()
