@@ -82,9 +82,13 @@ started included: it lists the calls recorded but not inferred (a bug of
 the analysis or of the attribution) and those inferred but not recorded,
 and exits with status 1 if any call was recorded but not inferred.
 
---map writes, instead of a policy, the map from each function the system
-runtime exports to the calls a call of it can make for its caller, in
-the program's context.`,
+--map writes, instead of a policy, the map from each function libc
+exports to the calls a call of it can make for its caller, in the
+program's context: a line per function, its calls after a tab ("*" for
+any call), "(number: argument N)" where its argument N is the number of a
+call (syscall(2)), "(indirect: taken functions)" where it makes an
+indirect call the analysis bounds only by the runtime's functions whose
+addresses are taken.`,
 		Example: `  syscell infer -o redis.toml -- redis-server
   syscell infer --format syso-json -o nginx.json -- nginx
   syscell infer --dlopen libnss_files.so.2 -- ./server
@@ -213,8 +217,10 @@ func summary(res *infer.Result) string {
 }
 
 // formatMap writes the runtime's map: a line per function, its calls
-// after a tab, "*" for every call, and the parameters that give the
-// number of a call.
+// after a tab, "*" for every call, the parameters that give the number
+// of a call, and whether it makes an indirect call the analysis resolves
+// only to the pool of the runtime's functions whose address is taken
+// (whose calls are included).
 func formatMap(m []infer.Entry) []byte {
 	var b bytes.Buffer
 	for _, e := range m {
@@ -225,6 +231,9 @@ func formatMap(m []infer.Entry) []byte {
 		fmt.Fprintf(&b, "%s\t%s", e.Name, calls)
 		if e.Params != 0 {
 			fmt.Fprintf(&b, "\t(number: argument %s)", argList(e.Params))
+		}
+		if e.Indirect {
+			b.WriteString("\t(indirect: taken functions)")
 		}
 		b.WriteByte('\n')
 	}
