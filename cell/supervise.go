@@ -3,6 +3,7 @@ package cell
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"syscall"
@@ -268,9 +269,11 @@ func (s *supervisor) kill(n *notify.Notification) error {
 	return nil
 }
 
-// ignoreGone drops the error of a notification whose thread is gone.
+// ignoreGone drops the error of a notification whose thread is gone, or
+// whose answer comes after another worker saw the last task go and the
+// listener was closed.
 func ignoreGone(err error) error {
-	if errors.Is(err, notify.ErrNotPending) {
+	if errors.Is(err, notify.ErrNotPending) || errors.Is(err, os.ErrClosed) {
 		return nil
 	}
 	return err

@@ -3,7 +3,6 @@ package infer
 import (
 	"bufio"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -129,5 +128,3 @@ func programs(t *testing.T, dir string) [][]string {
 	}
 	return out
 }
-
-var _ = exec.Command

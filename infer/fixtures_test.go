@@ -230,17 +230,7 @@ func TestRecordedFixtures(t *testing.T) {
 	}
 	for _, args := range runs {
 		t.Run(filepath.Base(args[0])+" "+strings.Join(args[1:2], ""), func(t *testing.T) {
-			rec := recordRun(t, args)
-			inferred, err := Bound(rec, args[0], options())
-			if err != nil {
-				t.Fatal(err)
-			}
-			report := Compare(rec, inferred)
-			if report.FalseNegatives() > 0 {
-				var b strings.Builder
-				report.Write(&b)
-				t.Errorf("calls recorded but not inferred:\n%s", b.String())
-			}
+			checkBound(t, recordRun(t, args), args[0])
 		})
 	}
 }

@@ -4,9 +4,9 @@ import (
 	"debug/elf"
 	"runtime"
 	"slices"
+	"sort"
 	"sync"
 	"sync/atomic"
-	"sort"
 
 	"github.com/syscell/syscell/infer/image"
 	"github.com/syscell/syscell/infer/x86"

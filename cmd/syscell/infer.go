@@ -93,12 +93,7 @@ addresses are taken.`,
   syscell infer --format syso-json -o nginx.json -- nginx
   syscell infer --dlopen libnss_files.so.2 -- ./server
   syscell infer --check recorded.toml -- ./server`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return inputErrorf("usage: %s", cmd.UseLine())
-			}
-			return nil
-		},
+		Args: needCommand,
 		RunE: func(cmd *cobra.Command, args []string) error { return c.run(cmd, args) },
 	}
 	fs := cmd.Flags()
@@ -153,17 +148,7 @@ func (c *inferCmd) run(cmd *cobra.Command, args []string) error {
 	if !c.quiet {
 		fmt.Fprint(cmd.ErrOrStderr(), summary(res))
 	}
-	rec := res.Recording()
-	var buf bytes.Buffer
-	if c.format == "syso-json" {
-		err = rec.WriteSyso(&buf)
-	} else {
-		err = rec.WriteTOML(&buf)
-	}
-	if err != nil {
-		return err
-	}
-	return writeOutput(cmd, c.output, buf.Bytes())
+	return writeRecording(cmd, c.output, c.format, res.Recording())
 }
 
 // inferError makes a program or library that cannot be found or read as

@@ -105,6 +105,15 @@ func missingCommand(cmd *cobra.Command, _ []string) error {
 	return inputErrorf("missing command (see %s --help)", cmd.CommandPath())
 }
 
+// needCommand accepts the arguments of a command that runs or reads a
+// program, CMD [ARGS...]: at least one.
+func needCommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return inputErrorf("usage: %s", cmd.UseLine())
+	}
+	return nil
+}
+
 // exactArgs accepts exactly the positional arguments named in the command's
 // usage line, as bad input otherwise.
 func exactArgs(n int) cobra.PositionalArgs {

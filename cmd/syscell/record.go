@@ -77,12 +77,7 @@ plus the signal that killed it, once the policy is written.`,
   syscell record --merge run1.toml --merge run2.toml -o all.toml -- ./server
   syscell record --format syso-json -o calls.json -- ./bench
   syscell record --bound static -o redis.toml -- redis-server`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return inputErrorf("usage: %s", cmd.UseLine())
-			}
-			return nil
-		},
+		Args: needCommand,
 		RunE: func(cmd *cobra.Command, args []string) error { return c.run(cmd, args) },
 	}
 	fs := cmd.Flags()
@@ -199,9 +194,15 @@ func (c *recordCmd) write(cmd *cobra.Command, rec *record.Recording) error {
 		return fmt.Errorf("%d calls could not be attributed and %d events were lost: no policy written (--allow-lossy writes it anyway)",
 			rec.Unattributed(), rec.Lost.Total())
 	}
+	return writeRecording(cmd, c.output, c.format, rec)
+}
+
+// writeRecording writes a recording as a policy in syscell's TOML or as
+// syso JSON.
+func writeRecording(cmd *cobra.Command, path, format string, rec *record.Recording) error {
 	var buf bytes.Buffer
 	var err error
-	if c.format == "syso-json" {
+	if format == "syso-json" {
 		err = rec.WriteSyso(&buf)
 	} else {
 		err = rec.WriteTOML(&buf)
@@ -209,7 +210,7 @@ func (c *recordCmd) write(cmd *cobra.Command, rec *record.Recording) error {
 	if err != nil {
 		return err
 	}
-	return writeOutput(cmd, c.output, buf.Bytes())
+	return writeOutput(cmd, path, buf.Bytes())
 }
 
 // commandStatus is syscell's exit status for how CMD ended: nothing if it

@@ -132,12 +132,7 @@ the policy says of them.`,
   syscell run --policy my.toml --mode audit --report calls.json -- ./server
   syscell run --policy docker.json --caps '' --action kill -- sh -c 'mount -t tmpfs x /mnt'
   syscell record -o recorded.toml -- ./server && syscell run --policy recorded.toml --stats -- ./server`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return inputErrorf("usage: %s", cmd.UseLine())
-			}
-			return nil
-		},
+		Args: needCommand,
 		RunE: func(cmd *cobra.Command, args []string) error { return c.run(cmd, args) },
 	}
 	c.policyFlags.register(cmd)
