@@ -78,12 +78,12 @@ func (s *solver) fieldsAt(n int, f fieldDep) *summary {
 	return out
 }
 
-// callersOf lists the calls that may reach node n.
+// callersOf lists the calls of live code that may reach node n.
 func (s *solver) callersOf(n int) []callSite {
 	if s.callers == nil {
 		s.callers = make([][]callSite, len(s.nodes))
 		for m, nd := range s.nodes {
-			if nd.fn == nil {
+			if nd.fn == nil || !s.live[m] {
 				continue
 			}
 			for i, t := range s.targetsOf(m) {
