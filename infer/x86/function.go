@@ -148,8 +148,23 @@ func (c *Code) Read(addr uint64, env *Env, orphans bool) *Function {
 // inst is one decoded instruction, or an undecodable byte (bad).
 type inst struct {
 	addr uint64
-	x86asm.Inst
+	op
 	bad bool
+}
+
+// op is what the analysis keeps of a decoded instruction: much less than
+// x86asm.Inst, for an object's millions of them.
+type op struct {
+	Op       x86asm.Op
+	Args     [4]x86asm.Arg
+	Len      int
+	MemBytes int
+}
+
+// opOf keeps what the analysis needs of a decoded instruction; no
+// instruction it follows has more than four operands.
+func opOf(in *x86asm.Inst) op {
+	return op{Op: in.Op, Args: [4]x86asm.Arg{in.Args[0], in.Args[1], in.Args[2], in.Args[3]}, Len: in.Len, MemBytes: in.MemBytes}
 }
 
 // endbr64 is decoded by x86asm as a lone REP prefix; it does nothing the
@@ -163,31 +178,32 @@ var rdpkru, wrpkru = []byte{0x0f, 0x01, 0xee}, []byte{0x0f, 0x01, 0xef}
 // decodeAll decodes code linearly. A byte that starts no instruction is
 // skipped and marked bad.
 func decodeAll(code []byte, entry uint64) []inst {
-	var insts []inst
+	// About four bytes an instruction.
+	insts := make([]inst, 0, len(code)/4+1)
 	for off := 0; off < len(code); {
 		pc := entry + uint64(off)
 		rest := code[off:]
 		switch {
 		case bytes.HasPrefix(rest, endbr64):
-			insts = append(insts, inst{addr: pc, Inst: x86asm.Inst{Op: x86asm.NOP, Len: 4}})
+			insts = append(insts, inst{addr: pc, op: op{Op: x86asm.NOP, Len: 4}})
 			off += 4
 			continue
 		case bytes.HasPrefix(rest, rdpkru):
-			insts = append(insts, inst{addr: pc, Inst: x86asm.Inst{Op: x86asm.RDMSR, Len: 3}})
+			insts = append(insts, inst{addr: pc, op: op{Op: x86asm.RDMSR, Len: 3}})
 			off += 3
 			continue
 		case bytes.HasPrefix(rest, wrpkru):
-			insts = append(insts, inst{addr: pc, Inst: x86asm.Inst{Op: x86asm.NOP, Len: 3}})
+			insts = append(insts, inst{addr: pc, op: op{Op: x86asm.NOP, Len: 3}})
 			off += 3
 			continue
 		}
 		in, err := x86asm.Decode(rest, 64)
 		if err != nil || in.Len == 0 {
-			insts = append(insts, inst{addr: pc, Inst: x86asm.Inst{Len: 1}, bad: true})
+			insts = append(insts, inst{addr: pc, op: op{Len: 1}, bad: true})
 			off++
 			continue
 		}
-		insts = append(insts, inst{addr: pc, Inst: in})
+		insts = append(insts, inst{addr: pc, op: opOf(&in)})
 		off += in.Len
 	}
 	return insts
@@ -405,7 +421,7 @@ func (r *run) solve(orphans bool) {
 			continue
 		}
 		succs := b.succs
-		if in := &r.g.insts[max(b.last, 0)]; b.last >= b.first && jumpTable(in) && out.tableJump(&in.Inst) {
+		if in := &r.g.insts[max(b.last, 0)]; b.last >= b.first && jumpTable(in) && out.tableJump(&in.op) {
 			succs = append(slices.Clip(succs), r.g.hub)
 		}
 		for _, s := range succs {
@@ -494,7 +510,7 @@ func (r *run) step(b *block, s *state, f *Function) bool {
 			}
 			s.call(in.addr)
 		default:
-			s.step(&in.Inst, in.addr)
+			s.step(&in.op, in.addr)
 		}
 	}
 	return true

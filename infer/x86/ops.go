@@ -4,7 +4,7 @@ import "golang.org/x/arch/x86/x86asm"
 
 // implicitWrites are the registers an instruction writes without naming
 // them.
-func implicitWrites(in *x86asm.Inst) []int {
+func implicitWrites(in *op) []int {
 	switch in.Op {
 	case x86asm.MUL, x86asm.DIV, x86asm.IDIV, x86asm.RDTSC, x86asm.XGETBV, x86asm.RDMSR, x86asm.RDPMC:
 		return []int{rax, rdx}

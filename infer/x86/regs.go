@@ -106,8 +106,21 @@ func (s *state) join(o *state) bool {
 	if o.escaped < s.escaped {
 		s.escaped, changed = o.escaped, true
 	}
-	// Both lists are sorted by offset: merge them.
+	// Both lists are sorted by offset: merge them, copying only once
+	// the result differs from s's.
 	var kept []slot
+	differs := false
+	keep := func(i int, sl slot) {
+		if !differs && i < len(s.slots) && sameSlot(s.slots[i], sl) {
+			return
+		}
+		if !differs {
+			differs = true
+			kept = append(kept, s.slots[:i]...)
+		}
+		kept = append(kept, sl)
+	}
+	n := 0
 	for i, j := 0, 0; i < len(s.slots) && j < len(o.slots); {
 		a, b := s.slots[i], o.slots[j]
 		switch {
@@ -117,17 +130,23 @@ func (s *state) join(o *state) bool {
 			j++
 		default:
 			if a.size == b.size {
-				kept = append(kept, slot{a.off, a.size, a.v.Join(b.v)})
+				keep(n, slot{a.off, a.size, a.v.Join(b.v)})
+				n++
 			}
 			i++
 			j++
 		}
 	}
-	if !slices.EqualFunc(kept, s.slots, func(a, b slot) bool { return a.off == b.off && a.size == b.size && a.v.Equal(b.v) }) {
+	if !differs && n < len(s.slots) {
+		differs, kept = true, s.slots[:n:n]
+	}
+	if differs {
 		s.slots, changed = kept, true
 	}
 	return changed
 }
+
+func sameSlot(a, b slot) bool { return a.off == b.off && a.size == b.size && a.v.Equal(b.v) }
 
 // slot is the value of the size-byte word at off, if known.
 func (s *state) slot(off, size int64) (Value, bool) {
@@ -160,15 +179,16 @@ func (s *state) store(off, size int64, v Value) {
 	s.slots = out
 }
 
-// forget drops what is known of the frame's words from off up.
+// forget drops what is known of the frame's words from off up. The
+// slots are sorted: those kept are a prefix.
 func (s *state) forget(off int64) {
-	var kept []slot
-	for _, sl := range s.slots {
-		if sl.off+sl.size <= off {
-			kept = append(kept, sl)
-		}
+	n := 0
+	for n < len(s.slots) && s.slots[n].off+s.slots[n].size <= off {
+		n++
 	}
-	s.slots = kept
+	if n < len(s.slots) {
+		s.slots = s.slots[:n:n]
+	}
 }
 
 // escape notes that the address v holds, if in the frame, is given

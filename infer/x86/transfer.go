@@ -9,7 +9,7 @@ import (
 // step applies the effect of one instruction, at address pc, on the
 // registers and the frame. Calls, syscall instructions and control flow
 // are the caller's business.
-func (s *state) step(in *x86asm.Inst, pc uint64) {
+func (s *state) step(in *op, pc uint64) {
 	next := pc + uint64(in.Len)
 	s.writeMemory(in, next)
 	s.stepRegs(in, next)
@@ -20,7 +20,7 @@ func (s *state) step(in *x86asm.Inst, pc uint64) {
 }
 
 // stepRegs applies an instruction's effect on the registers.
-func (s *state) stepRegs(in *x86asm.Inst, next uint64) {
+func (s *state) stepRegs(in *op, next uint64) {
 	dst, bits, isReg := regArg(in.Args[0])
 	switch in.Op {
 	case x86asm.MOV:
@@ -213,7 +213,7 @@ func (s *state) pop() Value {
 // covers; a store through any other pointer forgets the frame once its
 // address has been given away; and storing a frame address gives it
 // away.
-func (s *state) writeMemory(in *x86asm.Inst, next uint64) {
+func (s *state) writeMemory(in *op, next uint64) {
 	m, ok := in.Args[0].(x86asm.Mem)
 	switch {
 	case isString(in.Op):
@@ -267,7 +267,7 @@ func isString(op x86asm.Op) bool {
 // through a jump table: its target was computed from one, or nothing is
 // known of it. A target read from memory or given by the caller is a
 // function's: the jump is a tail call.
-func (s *state) tableJump(in *x86asm.Inst) bool {
+func (s *state) tableJump(in *op) bool {
 	switch a := in.Args[0].(type) {
 	case x86asm.Reg:
 		r, _, _ := gpr(a)
@@ -435,7 +435,7 @@ func regArg(a x86asm.Arg) (r, bits int, ok bool) {
 // clobber makes Unknown every register an instruction the analysis does
 // not follow may write: its explicit register operands, unless the
 // instruction only reads them, and the registers it writes implicitly.
-func (s *state) clobber(in *x86asm.Inst) {
+func (s *state) clobber(in *op) {
 	if !readsOnly[in.Op] {
 		for i, a := range in.Args {
 			if a == nil {
