@@ -14,8 +14,9 @@
 // Indirect calls resolve through callbacks passed as arguments, GOT
 // slots, read-only words and the fields of the loader's data, glibc's
 // checked stdio vtables and mangled pointers; the rest reach a pool of
-// the functions whose addresses are taken. See doc.go for where the
-// analysis must over-approximate.
+// the functions whose addresses are taken. ARCHITECTURE.md, Static
+// inference, says where the analysis must over-approximate, and what it
+// assumes.
 package infer
 
 import (

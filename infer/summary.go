@@ -16,8 +16,6 @@ func (s *nrSet) add(nr uint64) bool {
 	return true
 }
 
-func (s *nrSet) has(nr uint64) bool { return nr < maxNr && s[nr/64]&(1<<(nr%64)) != 0 }
-
 // union adds o to s and says whether s changed.
 func (s *nrSet) union(o *nrSet) bool {
 	changed := false
@@ -27,14 +25,6 @@ func (s *nrSet) union(o *nrSet) bool {
 		}
 	}
 	return changed
-}
-
-func (s *nrSet) len() int {
-	n := 0
-	for _, w := range s {
-		n += bits.OnesCount64(w)
-	}
-	return n
 }
 
 // each calls f with every number of s, in order.

@@ -10,8 +10,7 @@ import (
 // read-only data sections (.rodata and its kind), the longest tail made
 // of the characters of C names: what a call of dlsym can look up. A
 // linker that merges strings points at tails ("open" inside "cannot
-// open"), so every suffix of a tail is a name a pointer may give (see
-// Suffixes).
+// open"), so every suffix of a tail is a name a pointer may give.
 func (img *Image) readStrings(ef *elf.File) {
 	seen := map[string]bool{}
 	for _, s := range ef.Sections {
@@ -48,13 +47,4 @@ func nameTail(s string) string {
 
 func isNameByte(c byte) bool {
 	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
-}
-
-// Suffixes calls f with every suffix of every string in Strings.
-func (img *Image) Suffixes(f func(string)) {
-	for _, s := range img.Strings {
-		for i := range len(s) {
-			f(s[i:])
-		}
-	}
 }

@@ -71,9 +71,6 @@ type Object struct {
 	// names a mapped file.
 	Path  string
 	Image *image.Dynamic
-	// NeededBy is the object that first needed it ("" for the
-	// executable and what LD_PRELOAD or dlopen names).
-	NeededBy string
 	// Interp says it is the executable's program interpreter: the
 	// dynamic loader.
 	Interp bool
@@ -90,7 +87,7 @@ var ErrNotFound = errors.New("not found")
 // closures, in the loader's order.
 func (s *Search) Load(exe string, dlopen []string) ([]*Object, error) {
 	l := &loader{s: s, bySoname: map[string]*Object{}, byPath: map[string]*Object{}}
-	main, err := l.open(exe, "")
+	main, err := l.open(exe)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +104,7 @@ func (s *Search) Load(exe string, dlopen []string) ([]*Object, error) {
 		return nil, err
 	}
 	if interp := main.Image.Interp; interp != "" {
-		o, err := l.open(interp, "")
+		o, err := l.open(interp)
 		if err != nil {
 			return nil, fmt.Errorf("%s: program interpreter: %w", exe, err)
 		}
@@ -164,7 +161,7 @@ func (l *loader) closure(queue *[]*Object) error {
 }
 
 // open reads the object at path, once per file.
-func (l *loader) open(path, neededBy string) (*Object, error) {
+func (l *loader) open(path string) (*Object, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
@@ -180,7 +177,7 @@ func (l *loader) open(path, neededBy string) (*Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &Object{Path: real, Image: img, NeededBy: neededBy}
+	o := &Object{Path: real, Image: img}
 	l.byPath[real] = o
 	if img.Soname != "" {
 		if _, ok := l.bySoname[img.Soname]; !ok {
@@ -196,22 +193,22 @@ func (l *loader) need(name string, by *Object, noRPath bool) (*Object, error) {
 		return o, nil
 	}
 	if strings.Contains(name, "/") {
-		return l.open(name, by.Path)
+		return l.open(name)
 	}
 	for _, dir := range l.dirs(by, noRPath) {
-		if o, err := l.tryDir(dir, name, by); err == nil {
+		if o, err := l.tryDir(dir, name); err == nil {
 			return o, nil
 		}
 	}
 	if l.s.Cache != nil {
 		if p, ok := l.s.Cache.Lookup(name); ok {
-			if o, err := l.open(p, by.Path); err == nil {
+			if o, err := l.open(p); err == nil {
 				return o, nil
 			}
 		}
 	}
 	for _, dir := range l.s.System {
-		if o, err := l.tryDir(dir, name, by); err == nil {
+		if o, err := l.tryDir(dir, name); err == nil {
 			return o, nil
 		}
 	}
@@ -234,7 +231,7 @@ func (l *loader) dirs(by *Object, noRPath bool) []string {
 }
 
 // tryDir looks for name in dir and its glibc-hwcaps subdirectories.
-func (l *loader) tryDir(dir, name string, by *Object) (*Object, error) {
+func (l *loader) tryDir(dir, name string) (*Object, error) {
 	var errs []error
 	for _, sub := range append(hwcapDirs(dir, l.s.HWCaps), dir) {
 		p := filepath.Join(sub, name)
@@ -242,7 +239,7 @@ func (l *loader) tryDir(dir, name string, by *Object) (*Object, error) {
 			errs = append(errs, err)
 			continue
 		}
-		o, err := l.open(p, by.Path)
+		o, err := l.open(p)
 		if err == nil {
 			return o, nil
 		}
