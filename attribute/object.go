@@ -269,6 +269,10 @@ func FileBuildID(path string) (string, error) {
 	return buildID(f), nil
 }
 
+// BuildID returns the GNU build-id of an open ELF file in hex, or "" if
+// it has none.
+func BuildID(f *elf.File) string { return buildID(f) }
+
 // buildID returns the GNU build-id of an ELF file in hex, read from its
 // PT_NOTE segments, or "".
 func buildID(f *elf.File) string {

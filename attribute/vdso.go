@@ -26,6 +26,10 @@ func (o *Objects) VDSO() *Object {
 	return o.vdso
 }
 
+// VDSOImage returns a copy of the vDSO's image, as the kernel maps it
+// into every x86_64 process.
+func VDSOImage() ([]byte, error) { return readOwnVDSO() }
+
 // readOwnVDSO copies the [vdso] mapping of this process.
 func readOwnVDSO() ([]byte, error) {
 	start, end, err := ownMapping("[vdso]")

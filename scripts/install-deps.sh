@@ -10,7 +10,7 @@ packages=(
 	strace runc crun podman        # tracing and container runtimes (podman: integration/'s runtime tests)
 	gcc libc6-dev make             # C; libc6-dev: static libc (integration/'s probe)
 	redis-server redis-tools nginx wrk postgresql postgresql-contrib fio # integration/'s servers
-	git perl sqlite3 jq gawk curl openssl xz-utils bzip2 # integration/'s compatibility suite
+	binutils python3 perl git openssl curl sqlite3 jq gawk xz-utils bzip2 # integration/'s compatibility suite and infer's Debian programs (binutils: as)
 )
 
 missing=()

@@ -3,6 +3,7 @@ package unwind
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -18,6 +19,8 @@ type cie struct {
 	// signal marks a signal trampoline ('S'): the caller's pc is the
 	// interrupted instruction itself, not a return address.
 	signal bool
+	// hasLSDA says the FDEs carry an LSDA pointer ('L').
+	hasLSDA bool
 	// initial are the instructions that give every FDE's first row.
 	initial []byte
 }
@@ -30,6 +33,9 @@ type FDE struct {
 	// Signal is set for signal trampolines, whose caller was interrupted
 	// rather than making a call.
 	Signal bool
+	// LSDA says the code has a language-specific data area: landing
+	// pads, which the unwinder enters when an exception passes.
+	LSDA bool
 
 	cie          *cie
 	instructions []byte
@@ -101,7 +107,10 @@ func (f *ehFrame) fde(off int) (*FDE, error) {
 	// The range has the address's format but is never relative.
 	fde.End = fde.Start + r.value(c.fdeEnc&0x0f)
 	if c.hasAugData {
-		r.bytes(int(r.uleb()))
+		// The LSDA pointer is the only augmentation data of an FDE; an
+		// FDE without one has it zero, whatever its encoding.
+		aug := r.bytes(int(r.uleb()))
+		fde.LSDA = c.hasLSDA && slices.ContainsFunc(aug, func(b byte) bool { return b != 0 })
 	}
 	if r.err != nil {
 		return nil, fmt.Errorf(".eh_frame FDE at %#x: %w", off, r.err)
@@ -189,6 +198,7 @@ func (c *cie) augmentation(r *reader, aug string) error {
 			data.pointer(data.u8()&^peIndirect, 0)
 		case 'L':
 			data.u8()
+			c.hasLSDA = true
 		case 'S':
 			c.signal = true
 		case 'B', 'G':

@@ -87,7 +87,7 @@ Exit status: 0 on success, 1 on a failure at run time, 2 on bad input.`,
 	root.AddCommand(compileCommand(), disasmCommand(), evalCommand(), convertCommand(),
 		measureCommand(), benchCommand(), exportCommand(), versionCommand())
 	root.AddCommand(runCommand())
-	root.AddCommand(recordCommand())
+	root.AddCommand(recordCommand(), inferCommand())
 	root.AddCommand(scoreCommand(), diffCommand())
 	root.AddCommand(ociCommand(), superviseCommand())
 	return root
@@ -106,6 +106,15 @@ func unknownCommand(cmd *cobra.Command, args []string) error {
 // alone.
 func missingCommand(cmd *cobra.Command, _ []string) error {
 	return inputErrorf("missing command (see %s --help)", cmd.CommandPath())
+}
+
+// needCommand accepts the arguments of a command that runs or reads a
+// program, CMD [ARGS...]: at least one.
+func needCommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return inputErrorf("usage: %s", cmd.UseLine())
+	}
+	return nil
 }
 
 // exactArgs accepts exactly the positional arguments named in the command's

@@ -25,6 +25,10 @@ type recordCmd struct {
 	stackBytes int
 	quiet      bool
 	running
+	// bound is "static" to compare the recording with the inferred
+	// calls.
+	bound string
+	cache cacheFlags
 }
 
 func recordCommand() *cobra.Command {
@@ -67,6 +71,12 @@ exit of the last of them, or until Ctrl-C, which ends the recording and
 writes it. Files are named by the paths the processes see, as inside their
 container.
 
+--bound static compares the recording, once written, with what syscell
+infer finds CMD (and every program and library the recording saw) can do,
+compartment by compartment: the calls recorded but not inferred (a bug of
+the analysis or of the attribution; syscell then exits with status 1)
+and those inferred but not recorded (what another run may need).
+
 SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to syscell are passed on to CMD,
 and recording goes on until CMD and its descendants have exited; a
 terminal's Ctrl-C reaches CMD itself, and a second one stops the recording
@@ -79,7 +89,8 @@ plus the signal that killed it, once the policy is written.`,
   syscell record --merge run1.toml --merge run2.toml -o all.toml -- ./server
   syscell record --format syso-json -o calls.json -- ./bench
   syscell record --container web-1 -o web-1.toml
-  syscell record --merge web-1.toml --merge web-2.toml -o web.toml`,
+  syscell record --merge web-1.toml --merge web-2.toml -o web.toml
+  syscell record --bound static -o redis.toml -- redis-server`,
 		RunE: func(cmd *cobra.Command, args []string) error { return c.run(cmd, args) },
 	}
 	fs := cmd.Flags()
@@ -92,6 +103,8 @@ plus the signal that killed it, once the policy is written.`,
 	fs.IntVar(&c.stackBytes, "stack-bytes", trace.DefaultStackBytes, fmt.Sprintf("`BYTES` of stack to copy for an unwind, %d to %d", trace.MinStackBytes, trace.MaxStackBytes))
 	fs.BoolVarP(&c.quiet, "quiet", "q", false, "no progress lines")
 	c.running.register(fs)
+	fs.StringVar(&c.bound, "bound", "", "static: compare the recording with the inferred calls")
+	c.cache.register(cmd)
 	return cmd
 }
 
@@ -128,12 +141,24 @@ func (c *recordCmd) run(cmd *cobra.Command, args []string) error {
 	if err := c.write(cmd, rec); err != nil {
 		return err
 	}
+	if c.bound != "" {
+		opt, err := c.cache.options()
+		if err != nil {
+			return err
+		}
+		if err := checkRecording(cmd.ErrOrStderr(), rec, path, opt); err != nil {
+			return err
+		}
+	}
 	return commandStatus(cmd, args[0], state)
 }
 
 func (c *recordCmd) check() error {
 	if c.format != "toml" && c.format != "syso-json" {
 		return inputErrorf("--format: unknown format %q (want toml or syso-json)", c.format)
+	}
+	if c.bound != "" && c.bound != "static" {
+		return inputErrorf("--bound: unknown bound %q (want static)", c.bound)
 	}
 	if c.stackBytes < trace.MinStackBytes || c.stackBytes > trace.MaxStackBytes {
 		return inputErrorf("--stack-bytes: %d is not between %d and %d", c.stackBytes, trace.MinStackBytes, trace.MaxStackBytes)
@@ -193,9 +218,15 @@ func (c *recordCmd) write(cmd *cobra.Command, rec *record.Recording) error {
 		return fmt.Errorf("%d calls could not be attributed and %d events were lost: no policy written (--allow-lossy writes it anyway)",
 			rec.Unattributed(), rec.Lost.Total())
 	}
+	return writeRecording(cmd, c.output, c.format, rec)
+}
+
+// writeRecording writes a recording as a policy in syscell's TOML or as
+// syso JSON.
+func writeRecording(cmd *cobra.Command, path, format string, rec *record.Recording) error {
 	var buf bytes.Buffer
 	var err error
-	if c.format == "syso-json" {
+	if format == "syso-json" {
 		err = rec.WriteSyso(&buf)
 	} else {
 		err = rec.WriteTOML(&buf)
@@ -203,7 +234,7 @@ func (c *recordCmd) write(cmd *cobra.Command, rec *record.Recording) error {
 	if err != nil {
 		return err
 	}
-	return writeOutput(cmd, c.output, buf.Bytes())
+	return writeOutput(cmd, path, buf.Bytes())
 }
 
 // commandStatus is syscell's exit status for how CMD ended: nothing if it

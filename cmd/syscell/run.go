@@ -20,6 +20,7 @@ import (
 
 	"github.com/syscell/syscell/enforce"
 	"github.com/syscell/syscell/heapguard"
+	"github.com/syscell/syscell/infer"
 	"github.com/syscell/syscell/policies"
 	"github.com/syscell/syscell/policy"
 	"github.com/syscell/syscell/syscalls"
@@ -46,6 +47,10 @@ type runCmd struct {
 	strict bool
 	// denyProcMem refuses opens of /proc/PID/mem for writing.
 	denyProcMem bool
+	// widen is the part of CMD's inferred calls the policy is widened
+	// with ("" for none).
+	widen string
+	cache cacheFlags
 }
 
 func runCommand() *cobra.Command {
@@ -128,6 +133,15 @@ Whatever the policy says, CMD may always exit, abort (SIGABRT to itself)
 and write to its standard error: a denial never turns an orderly exit
 into a crash.
 
+--widen widens the policy, before it is enforced, with what syscell infer
+finds CMD's objects can do: --widen static (or static:all) adds to each
+compartment every call inferred for it (recorded ∪ inferred), --widen
+static:exit only the calls of the paths that end the program (what its
+calls of exit, abort, assertion failures and err can make: flushing
+stdio, exit handlers, a last message), so that a run that takes an error
+path the recording never saw still ends as it should. A policy without
+compartments gets the union. Compartments match by path and build-id.
+
 --heap-guard preloads syscell's use-after-free guard into CMD (LD_PRELOAD):
 every use of freed heap memory then faults with a report naming the
 allocation and free sites. --heap-guard=deferred is the mode a server can
@@ -138,12 +152,7 @@ The guard's own syscalls are allowed whatever the policy says of them.`,
   syscell run --policy my.toml --mode audit --report calls.json -- ./server
   syscell run --policy docker.json --caps '' --action kill -- sh -c 'mount -t tmpfs x /mnt'
   syscell record -o recorded.toml -- ./server && syscell run --policy recorded.toml --stats -- ./server`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return inputErrorf("usage: %s", cmd.UseLine())
-			}
-			return nil
-		},
+		Args: needCommand,
 		RunE: func(cmd *cobra.Command, args []string) error { return c.run(cmd, args) },
 	}
 	c.policyFlags.register(cmd)
@@ -164,6 +173,8 @@ The guard's own syscalls are allowed whatever the policy says of them.`,
 	fs.BoolVar(&c.strict, "strict", false, "with compartments, refuse a policy naming an object that is missing or another build on disk (default: warn)")
 	fs.StringVar(&c.exec, "exec", "bound", "with compartments, an exec of a program the policy does not let its caller start: bound (by the caller's calls) or deny")
 	fs.BoolVar(&c.denyProcMem, "deny-proc-mem", false, "with compartments, refuse every open of a process's /proc/PID/mem for writing (each open for writing is then supervised)")
+	fs.StringVar(&c.widen, "widen", "", "widen the policy with CMD's inferred calls: static (all of them) or static:exit (those of the paths that end it)")
+	c.cache.register(cmd)
 	return cmd
 }
 
@@ -178,7 +189,7 @@ func (c *runCmd) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return inputErrorf("--mode: %w", err)
 	}
-	p, r, err := c.resolve(cmd)
+	p, r, err := c.resolve(cmd, args[0])
 	if err != nil {
 		return err
 	}
@@ -276,10 +287,10 @@ func exitStatusOf(res *enforce.Result) error {
 	return nil
 }
 
-// resolve loads --policy, a bundled policy or a file, applies --action
-// and resolves it for --arch. It returns the policy as loaded too: one
-// with compartments runs as it is.
-func (c *runCmd) resolve(cmd *cobra.Command) (*policy.Policy, *policy.Resolved, error) {
+// resolve loads --policy, a bundled policy or a file, widens it with
+// --widen, applies --action and resolves it for --arch. It returns the
+// policy as loaded and widened too: one with compartments runs as it is.
+func (c *runCmd) resolve(cmd *cobra.Command, name string) (*policy.Policy, *policy.Resolved, error) {
 	if c.policy == "" {
 		return nil, nil, inputErrorf("missing --policy POLICY (a file, or one of %s)", strings.Join(policies.Names(), ", "))
 	}
@@ -295,6 +306,11 @@ func (c *runCmd) resolve(cmd *cobra.Command) (*policy.Policy, *policy.Resolved, 
 	if err != nil {
 		return nil, nil, c.notBundled(err)
 	}
+	if c.widen != "" {
+		if p, err = c.widened(p, name); err != nil {
+			return nil, nil, err
+		}
+	}
 	if c.heapGuard != "" && len(p.Compartments) == 0 {
 		allowHeapGuard(p)
 	}
@@ -306,6 +322,28 @@ func (c *runCmd) resolve(cmd *cobra.Command) (*policy.Policy, *policy.Resolved, 
 		r = enforce.Override(r, override)
 	}
 	return p, r, nil
+}
+
+// widened is p widened with the part --widen names of what the program
+// name can do.
+func (c *runCmd) widened(p *policy.Policy, name string) (*policy.Policy, error) {
+	part, err := infer.ParsePart(c.widen)
+	if err != nil {
+		return nil, inputErrorf("--widen: %w", err)
+	}
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return nil, inputErrorf("%s: %w", name, errors.Unwrap(err))
+	}
+	opt, err := c.cache.options()
+	if err != nil {
+		return nil, err
+	}
+	res, err := infer.Infer(path, opt)
+	if err != nil {
+		return nil, inferError(err)
+	}
+	return infer.Widen(p, res, part), nil
 }
 
 // notBundled adds, to the error of a policy file that does not exist and

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"bytes"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/syscell/syscell/attribute"
+	"github.com/syscell/syscell/infer"
+	"github.com/syscell/syscell/infer/image"
+	"github.com/syscell/syscell/record"
+)
+
+type inferCmd struct {
+	output  string
+	format  string
+	dlopen  []string
+	check   string
+	showMap bool
+	cache   cacheFlags
+	quiet   bool
+}
+
+// cacheFlags choose where the analysis of objects is cached.
+type cacheFlags struct {
+	dir     string
+	noCache bool
+}
+
+func (f *cacheFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.dir, "cache", "", "keep objects' analyses in `DIR` (default: $XDG_CACHE_HOME/syscell or ~/.cache/syscell)")
+	cmd.Flags().BoolVar(&f.noCache, "no-cache", false, "analyse every object, and keep nothing")
+}
+
+// options are the inference options for the program's environment.
+func (f *cacheFlags) options() (infer.Options, error) {
+	opt := infer.Options{Env: os.Environ(), LoaderCache: "/etc/ld.so.cache", Runtime: attribute.DefaultRuntime()}
+	if f.noCache {
+		return opt, nil
+	}
+	dir := f.dir
+	if dir == "" {
+		var err error
+		if dir, err = infer.DefaultCacheDir(); err != nil {
+			return opt, err
+		}
+	}
+	opt.Cache = &infer.Cache{Dir: dir}
+	return opt, nil
+}
+
+func inferCommand() *cobra.Command {
+	var c inferCmd
+	cmd := &cobra.Command{
+		Use:   "infer [flags] -- CMD [ARGS...]",
+		Short: "Infer, with no run, which system calls each library of a program can make",
+		Long: `Read the program CMD and every object it loads (its DT_NEEDED closure,
+found as the dynamic loader finds it, and the libraries --dlopen names)
+and write a policy in the form syscell record writes: one compartment per
+object, named by its path with its GNU build-id, listing the calls its
+code can make, directly or through libc; [runtime] for the calls libc
+makes with no caller outside it; the union, with the loader's start-up
+calls, as the rule that allows them; EPERM for everything else. CMD is
+not run: ARGS are ignored. The analysis reads stripped binaries (x86-64
+code, relocations, CFI) and needs no debugging information.
+
+A call libc (or the loader, or the vDSO) makes belongs to the object that
+called libc, as record attributes it. The analysis of each object is
+cached by build-id (--cache, --no-cache), so that libc is read once.
+
+--check FILE compares the inferred calls with a recorded policy (record's
+TOML or syso JSON) compartment by compartment, programs the recording saw
+started included: it lists the calls recorded but not inferred (a bug of
+the analysis or of the attribution) and those inferred but not recorded,
+and exits with status 1 if any call was recorded but not inferred.
+
+--map writes, instead of a policy, the map from each function libc
+exports to the calls a call of it can make for its caller, in the
+program's context: a line per function, its calls after a tab ("*" for
+any call), "(number: argument N)" where its argument N is the number of a
+call (syscall(2)), "(indirect: taken functions)" where it makes an
+indirect call the analysis bounds only by the runtime's functions whose
+addresses are taken.`,
+		Example: `  syscell infer -o redis.toml -- redis-server
+  syscell infer --format syso-json -o nginx.json -- nginx
+  syscell infer --dlopen libnss_files.so.2 -- ./server
+  syscell infer --check recorded.toml -- ./server`,
+		Args: needCommand,
+		RunE: func(cmd *cobra.Command, args []string) error { return c.run(cmd, args) },
+	}
+	fs := cmd.Flags()
+	fs.SetInterspersed(false)
+	fs.StringVarP(&c.output, "output", "o", "", "write the policy to `FILE` (default: standard output)")
+	fs.StringVar(&c.format, "format", "toml", "toml (a syscell policy) or syso-json")
+	fs.StringArrayVar(&c.dlopen, "dlopen", nil, "also load `LIB` and what it needs, as dlopen would (repeatable)")
+	fs.StringVar(&c.check, "check", "", "compare with the recorded policy in `FILE` instead of writing one")
+	fs.BoolVar(&c.showMap, "map", false, "write the runtime's map of functions to calls instead of a policy")
+	fs.BoolVarP(&c.quiet, "quiet", "q", false, "no summary or progress lines")
+	c.cache.register(cmd)
+	return cmd
+}
+
+func (c *inferCmd) run(cmd *cobra.Command, args []string) error {
+	if c.format != "toml" && c.format != "syso-json" {
+		return inputErrorf("--format: unknown format %q (want toml or syso-json)", c.format)
+	}
+	var recorded *record.Recording
+	if c.check != "" {
+		var err error
+		if recorded, err = record.Load(c.check); err != nil {
+			return fileError(c.check, err)
+		}
+	}
+	path, err := exec.LookPath(args[0])
+	if err != nil {
+		return inputErrorf("%s: %w", args[0], errors.Unwrap(err))
+	}
+	opt, err := c.cache.options()
+	if err != nil {
+		return err
+	}
+	opt.Dlopen = c.dlopen
+	if !c.quiet {
+		opt.Progress = cmd.ErrOrStderr()
+	}
+	switch {
+	case recorded != nil:
+		return checkRecording(cmd.ErrOrStderr(), recorded, path, opt)
+	case c.showMap:
+		m, err := infer.RuntimeMap(path, opt)
+		if err != nil {
+			return inferError(err)
+		}
+		return writeOutput(cmd, c.output, formatMap(m))
+	}
+	res, err := infer.Infer(path, opt)
+	if err != nil {
+		return inferError(err)
+	}
+	if !c.quiet {
+		fmt.Fprint(cmd.ErrOrStderr(), summary(res))
+	}
+	return writeRecording(cmd, c.output, c.format, res.Recording())
+}
+
+// inferError makes a program or library that cannot be found or read as
+// an x86-64 ELF object bad input.
+func inferError(err error) error {
+	var pathErr *os.PathError
+	var format *elf.FormatError
+	if errors.As(err, &pathErr) || errors.As(err, &format) || errors.Is(err, infer.ErrNotFound) || errors.Is(err, image.ErrNotX86_64) {
+		return badInput{err}
+	}
+	return err
+}
+
+// checkRecording compares a recording with what its program and the
+// programs and libraries it saw can do, and fails if a recorded call was
+// not inferred.
+func checkRecording(w io.Writer, recorded *record.Recording, path string, opt infer.Options) error {
+	inferred, err := infer.Bound(recorded, path, opt)
+	if err != nil {
+		return inferError(err)
+	}
+	report := infer.Compare(recorded, inferred)
+	report.Write(w)
+	if n := report.FalseNegatives(); n > 0 {
+		return fmt.Errorf("%d recorded calls were not inferred", n)
+	}
+	return nil
+}
+
+// summary describes an inference in a few lines for people.
+func summary(res *infer.Result) string {
+	var b strings.Builder
+	union := map[string]bool{}
+	for _, c := range res.Recording().Compartments {
+		for name := range c.Calls {
+			union[name] = true
+		}
+	}
+	for _, name := range res.StartUp.Names() {
+		union[name] = true
+	}
+	fmt.Fprintf(&b, "syscell: inferred %d compartments of %d objects (%d analyses from the cache) in %.1f s: %d calls in the union\n",
+		len(res.Compartments)+1, res.Stats.Objects, res.Cached, res.Elapsed.Seconds(), len(union))
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	for _, c := range res.Compartments {
+		fmt.Fprintf(tw, "  %s\t%d calls\n", c.Path, len(c.Calls.Names()))
+	}
+	fmt.Fprintf(tw, "  %s\t%d calls\n", record.RuntimeName, len(res.Runtime.Names()))
+	tw.Flush()
+	return b.String()
+}
+
+// formatMap writes the runtime's map: a line per function, its calls
+// after a tab, "*" for every call, the parameters that give the number
+// of a call, and whether it makes an indirect call the analysis resolves
+// only to the pool of the runtime's functions whose address is taken
+// (whose calls are included).
+func formatMap(m []infer.Entry) []byte {
+	var b bytes.Buffer
+	for _, e := range m {
+		calls := strings.Join(e.Calls.Names(), " ")
+		if e.Calls.All {
+			calls = "*"
+		}
+		fmt.Fprintf(&b, "%s\t%s", e.Name, calls)
+		if e.Params != 0 {
+			fmt.Fprintf(&b, "\t(number: argument %s)", argList(e.Params))
+		}
+		if e.Indirect {
+			b.WriteString("\t(indirect: taken functions)")
+		}
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}
+
+func argList(bits uint8) string {
+	var out []string
+	for i := range 6 {
+		if bits&(1<<i) != 0 {
+			out = append(out, fmt.Sprint(i+1))
+		}
+	}
+	return strings.Join(out, ", ")
+}

@@ -1,0 +1,3 @@
+/* liba.so: needs libb.so. */
+long b(void);
+long a(void) { return b() + 1; }

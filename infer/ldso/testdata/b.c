@@ -1,0 +1,2 @@
+/* libb.so: needs nothing but libc. */
+long b(void) { return 2; }

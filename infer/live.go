@@ -1,0 +1,101 @@
+package infer
+
+import (
+	"github.com/syscell/syscell/infer/image"
+	"github.com/syscell/syscell/infer/x86"
+)
+
+// findLive marks the functions that can run in the process, as
+// sysfilter's "vacuuming" does: from its roots (the executable's and the
+// loader's entry points, every object's constructors and destructors,
+// the functions any object's data points to, and those looked up by
+// constant names), through calls, resolved as the solver resolves them,
+// and the addresses live code takes, its own functions' or, through GOT
+// slots it reads, other objects'. A function whose address only dead
+// code takes is no indirect call's target.
+func (l *linker) findLive() {
+	l.live = make([]bool, len(l.nodes))
+	var work []int
+	mark := func(t targets) {
+		for _, n := range t.nodes {
+			if !l.live[n] {
+				l.live[n] = true
+				work = append(work, n)
+			}
+		}
+	}
+	for i := range l.objs {
+		mark(l.roots(i))
+	}
+	for len(work) > 0 {
+		n := work[len(work)-1]
+		work = work[:len(work)-1]
+		mark(l.reached(n))
+	}
+}
+
+// roots are the functions of object i that start without a call from
+// live code: its entry point (the executable's and the loader's, where
+// processes start), its constructors and destructors, the functions its
+// data points to, and those it looks up by name. Every export of a
+// library that only dlopen loads is a root: its loader looks its
+// functions up by names it computes (NSS's _nss_systemd_getpwnam_r).
+func (l *linker) roots(i int) targets {
+	o := l.objs[i]
+	var t targets
+	if l.dlopened[i] {
+		for _, name := range sortedKeys(o.Exports) {
+			for _, e := range o.Exports[name] {
+				t.add(l.export(i, e))
+			}
+		}
+	}
+	if o.Exec || i == l.loader {
+		t.add(l.at(i, o.Entry))
+	}
+	for _, addr := range o.InitFini {
+		t.add(l.at(i, addr))
+	}
+	for _, addr := range sortedKeys(o.Words) {
+		switch w := o.Words[addr]; {
+		case w.Kind == image.Local:
+			t.add(l.at(i, w.Addr))
+		case w.Kind == image.Symbol && !w.Call:
+			// A function pointer in data, or a GOT slot, by name.
+			t.add(l.everywhere(w.Name))
+		}
+	}
+	for _, name := range o.Looked {
+		t.add(l.everywhere(name))
+	}
+	return t
+}
+
+// reached are the functions node n may call or take the address of.
+func (l *linker) reached(n int) targets {
+	i, fn := l.nodes[n].obj, l.nodes[n].fn
+	var t targets
+	for k := range fn.Calls {
+		c := &fn.Calls[k]
+		if c.Direct || c.Ptr.Kind != x86.Param {
+			t.add(l.call(i, c))
+		}
+		if ct, ok := l.checked(i, fn, c); ok {
+			t.add(ct)
+		}
+		if name := l.objs[i].importCalled(c); name != "" {
+			// The loader binds the name to the first object that
+			// defines it: any of them may be.
+			t.add(l.everywhere(name))
+		}
+	}
+	for _, r := range append(append([]uint64(nil), fn.Refs...), fn.Imms...) {
+		t.add(l.at(i, r))
+	}
+	for _, a := range fn.Loads {
+		if w, ok := l.objs[i].Words[a]; ok && w.Kind == image.Symbol {
+			t.add(l.everywhere(w.Name))
+		}
+	}
+	return t
+}

@@ -1,0 +1,27 @@
+/* The program: calls the library of each mode it is given. */
+#include <string.h>
+
+long chain_a(void);
+long constant(void);
+long chosen(int);
+long direct(void);
+long computed(int);
+long pointers(void);
+int stdio_write(void);
+
+int main(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "chain") == 0)
+			chain_a();
+		else if (strcmp(argv[i], "numbers") == 0)
+			constant(), chosen(i & 1), direct();
+		else if (strcmp(argv[i], "table") == 0)
+			computed(i);
+		else if (strcmp(argv[i], "pointers") == 0)
+			pointers();
+		else if (strcmp(argv[i], "stdio") == 0)
+			stdio_write();
+	}
+	return 0;
+}

@@ -1,0 +1,196 @@
+package x86
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Kind says what a Value knows of a register.
+type Kind uint8
+
+// Kinds of values.
+const (
+	// Unknown is any value.
+	Unknown Kind = iota
+	// Const is one of a small set of constants.
+	Const
+	// Param is the value an argument register had when the function was
+	// entered: what its caller passed.
+	Param
+	// Slot is the 8-byte word stored at a fixed link-time address, such
+	// as a GOT slot.
+	Slot
+	// Table is an address read from a jump table (an entry indexed from
+	// a constant base, plus that base): a place in the same function.
+	Table
+	// Stack is an address in the function's frame: Offset from the
+	// stack pointer at entry.
+	Stack
+	// Field is the word at an offset (Offset) from a pointer that is a
+	// parameter or a Slot (Base, BaseData): a field of a structure the
+	// caller passed, or that a global points to.
+	Field
+	// Ret is what the call at address Consts[0] returned.
+	Ret
+	// Rotated is a value rotated right by 17 bits: the first half of
+	// glibc's PTR_DEMANGLE.
+	Rotated
+	// Demangled is a pointer glibc stored mangled (PTR_MANGLE: xor with
+	// the thread's pointer guard, rotated) and has demangled to call.
+	Demangled
+	// Loaded is the word an instruction (named by the address after it,
+	// Consts[0]) read through a pointer the analysis does not know: the
+	// same value wherever it goes, a Field's base.
+	Loaded
+)
+
+// MaxConsts is how many constants a Value holds before it becomes
+// Unknown: enough for a call whose number is picked among a few, few
+// enough that a loop counting up gives up quickly.
+const MaxConsts = 16
+
+// Value is what the analysis knows of a 64-bit register. The zero Value
+// is Unknown.
+type Value struct {
+	Kind Kind
+	// Arg is the argument register of a Param, 0 to 5 (rdi, rsi, rdx,
+	// rcx, r8, r9).
+	Arg uint8
+	// Consts are a Const's values, sorted, or a Slot's address alone.
+	// They are never modified once the Value is made.
+	Consts []uint64
+}
+
+// Offset is a Stack's offset, or the last offset of a Field's path.
+func (v Value) Offset() int64 { return int64(v.Consts[len(v.Consts)-1]) }
+
+// StackOf is the Value of the address off bytes from the stack pointer
+// at entry.
+func StackOf(off int64) Value { return Value{Kind: Stack, Consts: []uint64{uint64(off)}} }
+
+// maxPath bounds how many pointers a Field follows.
+const maxPath = 3
+
+// FieldOf is the Value of the word off bytes from what base points to:
+// base is a Param, a Slot, a Loaded or a Field, whose path the result
+// extends; beyond maxPath pointers, it is Unknown.
+func FieldOf(base Value, off int64) Value {
+	switch base.Kind {
+	case Param:
+		return Value{Kind: Field, Arg: uint8(Param), Consts: []uint64{uint64(base.Arg), uint64(off)}}
+	case Slot, Loaded:
+		return Value{Kind: Field, Arg: uint8(base.Kind), Consts: []uint64{base.Consts[0], uint64(off)}}
+	case Field:
+		if len(base.Consts) > maxPath {
+			return Value{}
+		}
+		return Value{Kind: Field, Arg: base.Arg, Consts: append(slices.Clone(base.Consts), uint64(off))}
+	}
+	return Value{}
+}
+
+// Base is the pointer a Field's path starts from: a Param, a Slot or a
+// Loaded.
+func (v Value) Base() Value {
+	if k := Kind(v.Arg); k == Slot || k == Loaded {
+		return Value{Kind: k, Consts: v.Consts[:1]}
+	}
+	return ParamOf(int(v.Consts[0]))
+}
+
+// Parent is the pointer a Field is read through: its base, or the
+// Field one step shorter.
+func (v Value) Parent() Value {
+	if len(v.Consts) == 2 {
+		return v.Base()
+	}
+	return Value{Kind: Field, Arg: v.Arg, Consts: v.Consts[:len(v.Consts)-1]}
+}
+
+// Path is the offsets a Field adds at each pointer it follows.
+func (v Value) Path() []int64 {
+	out := make([]int64, len(v.Consts)-1)
+	for i, c := range v.Consts[1:] {
+		out[i] = int64(c)
+	}
+	return out
+}
+
+// ConstOf is the Value of one constant.
+func ConstOf(c uint64) Value { return Value{Kind: Const, Consts: []uint64{c}} }
+
+// ParamOf is the Value of argument register arg at entry.
+func ParamOf(arg int) Value { return Value{Kind: Param, Arg: uint8(arg)} }
+
+// SlotOf is the Value of the word at addr.
+func SlotOf(addr uint64) Value { return Value{Kind: Slot, Consts: []uint64{addr}} }
+
+// Equal says whether two values are the same.
+func (v Value) Equal(w Value) bool {
+	return v.Kind == w.Kind && v.Arg == w.Arg && slices.Equal(v.Consts, w.Consts)
+}
+
+// Join is the least value that covers both v and w.
+func (v Value) Join(w Value) Value {
+	switch {
+	case v.Equal(w):
+		return v
+	case v.Kind != Const || w.Kind != Const:
+		return Value{}
+	}
+	merged := append(slices.Clone(v.Consts), w.Consts...)
+	slices.Sort(merged)
+	merged = slices.Compact(merged)
+	if len(merged) > MaxConsts {
+		return Value{}
+	}
+	return Value{Kind: Const, Consts: merged}
+}
+
+// mapConsts applies f to every constant of a Const, and is Unknown
+// otherwise.
+func (v Value) mapConsts(f func(uint64) uint64) Value {
+	if v.Kind != Const {
+		return Value{}
+	}
+	out := make([]uint64, len(v.Consts))
+	for i, c := range v.Consts {
+		out[i] = f(c)
+	}
+	slices.Sort(out)
+	return Value{Kind: Const, Consts: slices.Compact(out)}
+}
+
+// argNames are the argument registers in the order of the System V ABI.
+var argNames = [6]string{"rdi", "rsi", "rdx", "rcx", "r8", "r9"}
+
+func (v Value) String() string {
+	switch v.Kind {
+	case Const:
+		parts := make([]string, len(v.Consts))
+		for i, c := range v.Consts {
+			parts[i] = fmt.Sprintf("%#x", c)
+		}
+		return strings.Join(parts, "|")
+	case Param:
+		return "param " + argNames[v.Arg]
+	case Slot:
+		return fmt.Sprintf("[%#x]", v.Consts[0])
+	case Table:
+		return "jump table"
+	case Stack:
+		return fmt.Sprintf("stack%+d", v.Offset())
+	case Field:
+		return fmt.Sprintf("%v%v", v.Base(), v.Path())
+	case Ret:
+		return fmt.Sprintf("ret %#x", v.Consts[0])
+	case Rotated:
+		return "rotated"
+	case Demangled:
+		return "demangled"
+	case Loaded:
+		return fmt.Sprintf("loaded@%#x", v.Consts[0])
+	}
+	return "?"
+}
