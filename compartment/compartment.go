@@ -72,7 +72,11 @@ type Spec struct {
 	Union *policy.Table
 	// Allowed holds each compartment's syscalls.
 	Allowed map[string]map[uint32]bool
-	Layout  Layout
+	// Reach holds, for the compartments whose reach the policy gives,
+	// every call their code can make (policy.Compartment.Reach), their
+	// allowed calls included.
+	Reach  map[string]map[uint32]bool
+	Layout Layout
 	// BadArch applies to calls from any ABI but x86_64.
 	BadArch policy.Action
 }
@@ -85,15 +89,13 @@ var Supervise = policy.Action{Kind: policy.UserNotify}
 // (withSealing).
 func NewSpec(p *policy.Policy, l Layout) (*Spec, error) {
 	r := p.Resolve([]syscalls.Arch{syscalls.X86_64})
-	s := &Spec{Union: withSealing(r.Tables[0]), Allowed: map[string]map[uint32]bool{}, Layout: l, BadArch: p.BadArch}
+	s := &Spec{Union: withSealing(r.Tables[0]), Allowed: map[string]map[uint32]bool{}, Reach: map[string]map[uint32]bool{},
+		Layout: l, BadArch: p.BadArch}
 	for _, c := range p.Compartments {
-		set := map[uint32]bool{}
-		for _, name := range c.Syscalls {
-			if nr, ok := syscalls.Lookup(syscalls.X86_64, name); ok {
-				set[nr] = true
-			}
+		s.Allowed[c.Name] = numbers(c.Syscalls, nil)
+		if c.Reach != nil {
+			s.Reach[c.Name] = numbers(c.Reach, s.Allowed[c.Name])
 		}
-		s.Allowed[c.Name] = set
 	}
 	s.allowMachinery()
 	for _, name := range l.names() {
@@ -111,6 +113,20 @@ func NewSpec(p *policy.Policy, l Layout) (*Spec, error) {
 		return nil, fmt.Errorf("compartment: code ranges [%#x, %#x) and [%#x, %#x) overlap", a.Start, a.End, b.Start, b.End)
 	}
 	return s, nil
+}
+
+// numbers are the x86_64 numbers of names, added to a copy of also.
+func numbers(names []string, also map[uint32]bool) map[uint32]bool {
+	set := maps.Clone(also)
+	if set == nil {
+		set = map[uint32]bool{}
+	}
+	for _, name := range names {
+		if nr, ok := syscalls.Lookup(syscalls.X86_64, name); ok {
+			set[nr] = true
+		}
+	}
+	return set
 }
 
 // machinery are calls no compartment can be said to own. The kernel's
@@ -183,6 +199,28 @@ func (l Layout) windowEnd() uint64 { return l.Window + uint64(len(l.Slots))<<l.S
 
 func (l Layout) inWindow(ip uint64) bool { return ip >= l.Window && ip < l.windowEnd() }
 
+// InRuntime says whether ip lies in the system runtime's code.
+func (l Layout) InRuntime(ip uint64) bool {
+	for _, r := range l.Runtime {
+		if r.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// runtimeVerdict decides call nr made from the runtime's code, which
+// the union allows and some compartments may make (RuntimeCoverage).
+func (s *Spec) runtimeVerdict(nr uint32) policy.Action {
+	switch s.RuntimeCoverage(nr) {
+	case All:
+		return policy.ActAllow
+	case None:
+		return s.Union.Default
+	}
+	return Supervise
+}
+
 // names lists the compartments the layout places, sorted.
 func (l Layout) names() []string {
 	seen := map[string]bool{}
@@ -239,6 +277,8 @@ func (s *Spec) Verdict(arch, nr uint32, ip uint64, args [policy.MaxArgs]uint64) 
 	}
 	name, supervise := s.Layout.Owner(ip)
 	switch {
+	case supervise && s.Layout.InRuntime(ip):
+		return s.runtimeVerdict(nr)
 	case supervise:
 		return Supervise
 	case !s.Allowed[name][nr]:
@@ -265,14 +305,36 @@ const (
 // Coverage of nr. With no compartments at all, every syscall the union
 // allows counts as allowed by all.
 func (s *Spec) Coverage(nr uint32) Coverage {
-	n := 0
-	for _, set := range s.Allowed {
+	return s.coverage(nr, func(string) bool { return true })
+}
+
+// RuntimeCoverage of nr is its coverage among the compartments that can
+// make the runtime's code (libc's, the loader's) issue it: those whose
+// reach holds it, or whose reach the policy does not give. A call from
+// the runtime's code belongs to whoever called the runtime, so only they
+// count: where they all may make it, or none may, the instruction pointer
+// in the runtime decides it, in the kernel, with no unwind.
+func (s *Spec) RuntimeCoverage(nr uint32) Coverage {
+	return s.coverage(nr, func(name string) bool {
+		reach, known := s.Reach[name]
+		return !known || reach[nr]
+	})
+}
+
+// coverage of nr among the compartments counted says.
+func (s *Spec) coverage(nr uint32, counted func(string) bool) Coverage {
+	n, of := 0, 0
+	for name, set := range s.Allowed {
+		if !counted(name) {
+			continue
+		}
+		of++
 		if set[nr] {
 			n++
 		}
 	}
 	switch n {
-	case len(s.Allowed):
+	case of:
 		return All
 	case 0:
 		return None

@@ -81,6 +81,54 @@ func TestVerdict(t *testing.T) {
 	}
 }
 
+// TestRuntimeReach: a call from inside libc is decided in the kernel
+// when every compartment whose code can reach it may make it, or none
+// may; a compartment whose reach the policy does not give can reach
+// every call, and one may always reach the calls it may make.
+func TestRuntimeReach(t *testing.T) {
+	getpid, inLibc := uint32(39), uint64(0x7ff0_0000_0100)
+	for _, tc := range []struct {
+		name         string
+		getpid, mk   []string // the compartments' reach, nil for unknown
+		want         policy.Action
+		wantCoverage Coverage
+	}{
+		{"reach unknown", nil, nil, Supervise, Some},
+		{"libmk.so cannot reach getpid", nil, []string{"write"}, policy.ActAllow, All},
+		{"libmk.so can reach getpid", nil, []string{"getpid"}, Supervise, Some},
+		{"libgetpid.so's reach left out what it may make", []string{}, []string{}, policy.ActAllow, All},
+		{"from unknown code, reach does not count", []string{}, []string{}, Supervise, Some},
+	} {
+		p := twoLibs()
+		p.Compartments[0].Reach, p.Compartments[1].Reach = tc.getpid, tc.mk
+		s, err := NewSpec(p, layout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ip := inLibc
+		if strings.HasPrefix(tc.name, "from unknown code") {
+			ip = 0x1234_0000
+		}
+		if got := s.Verdict(syscalls.AuditArchX86_64, getpid, ip, [6]uint64{}); got != tc.want {
+			t.Errorf("%s: getpid: %s, want %s", tc.name, got, tc.want)
+		}
+		if got := s.RuntimeCoverage(getpid); ip == inLibc && got != tc.wantCoverage {
+			t.Errorf("%s: runtime coverage %v, want %v", tc.name, got, tc.wantCoverage)
+		}
+	}
+	// Reach never takes away: libmk.so, which cannot reach getpid, still
+	// may not make it from its own code.
+	p := twoLibs()
+	p.Compartments[1].Reach = []string{"write"}
+	s, err := NewSpec(p, layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Verdict(syscalls.AuditArchX86_64, getpid, 0x5555_0000_1800, [6]uint64{}); got != policy.ActEPERM {
+		t.Errorf("getpid from libmk.so's own code: %s, want EPERM", got)
+	}
+}
+
 func TestNewSpecRejects(t *testing.T) {
 	for _, tc := range []struct {
 		name string

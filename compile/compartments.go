@@ -67,7 +67,9 @@ func (c *compiler) compartmentCall(s *compartment.Spec, nr uint32, f *function) 
 
 // ipNode routes on the instruction pointer: the high word first, then the
 // low word inside each 4 GiB region that holds known code. Code the layout
-// does not know goes to the supervisor. In a slot of the window whose
+// does not know goes to the supervisor, and so does the runtime's, unless
+// the compartments that can reach the call through it all may make it,
+// or none may (Spec.RuntimeCoverage). In a slot of the window whose
 // compartment may make the call, the call's site decides: the low word's
 // offset in the slot, one masked compare, since every slot holds the same
 // block at an address aligned to its size.
@@ -96,8 +98,15 @@ func (c *compiler) ipNode(s *compartment.Spec, nr uint32, verdict func(policy.Ac
 			ranges = append(ranges, ipRange{r, to})
 		}
 	}
+	runtime := sup
+	switch s.RuntimeCoverage(nr) {
+	case compartment.All:
+		runtime = allow
+	case compartment.None:
+		runtime = deny
+	}
 	for _, r := range l.Runtime {
-		ranges = append(ranges, ipRange{r, sup})
+		ranges = append(ranges, ipRange{r, runtime})
 	}
 	return c.routeIP(ranges, sup)
 }

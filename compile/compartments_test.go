@@ -29,6 +29,13 @@ func randomSpec(t *testing.T, rng *rand.Rand) *compartment.Spec {
 		for k := rng.Intn(8); k > 0; k-- {
 			c.Syscalls = append(c.Syscalls, namePool[rng.Intn(len(namePool))])
 		}
+		// Half the compartments say what their code can reach.
+		if rng.Intn(2) == 0 {
+			c.Reach = []string{}
+			for k := rng.Intn(8); k > 0; k-- {
+				c.Reach = append(c.Reach, namePool[rng.Intn(len(namePool))])
+			}
+		}
 		p.Compartments = append(p.Compartments, c)
 		l.Slots = append(l.Slots, name)
 		if rng.Intn(2) == 0 {

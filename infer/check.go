@@ -77,6 +77,24 @@ func Compare(recorded, inferred *record.Recording) *Report {
 	return r
 }
 
+// Annotate gives each compartment of a recording its reach (record.
+// Compartment.Reach): the calls inferred for the same object (by path and
+// build-id, as Compare matches them), which a policy with compartments
+// uses to decide in the kernel the calls made from the runtime's code
+// that every compartment able to reach them may make.
+func Annotate(recorded, inferred *record.Recording) {
+	byKey := map[string]*record.Compartment{}
+	for _, c := range inferred.Compartments {
+		byKey[compartmentKey(c.Name, c.Path, c.BuildID)] = c
+		byKey[compartmentKey(c.Name, c.Path, "")] = c
+	}
+	for _, rc := range recorded.Compartments {
+		if ic := byKey[compartmentKey(rc.Name, rc.Path, rc.BuildID)]; ic != nil && rc.Name != record.AnonExecName {
+			rc.Reach = maps.Clone(ic.Reach)
+		}
+	}
+}
+
 // compartmentKey identifies a compartment: by path and build-id, or by
 // name for those that are not files.
 func compartmentKey(name, path, buildID string) string {

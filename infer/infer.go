@@ -227,9 +227,10 @@ func (r *Result) Recording() *record.Recording {
 	rec := &record.Recording{StartUp: map[string]uint64{}}
 	union := map[string]bool{}
 	add := func(name, path, buildID string, calls Calls) {
-		c := &record.Compartment{Name: name, Path: path, BuildID: buildID, Calls: map[string]uint64{}}
+		c := &record.Compartment{Name: name, Path: path, BuildID: buildID, Calls: map[string]uint64{}, Reach: map[string]bool{}}
 		for _, n := range calls.Names() {
 			c.Calls[n] = 0
+			c.Reach[n] = true
 			union[n] = true
 		}
 		rec.Compartments = append(rec.Compartments, c)
@@ -249,6 +250,7 @@ func (r *Result) Recording() *record.Recording {
 	for _, c := range rec.Compartments {
 		for _, n := range machinery {
 			c.Calls[n] = 0
+			c.Reach[n] = true
 		}
 	}
 	slices.SortFunc(rec.Compartments, func(a, b *record.Compartment) int { return strings.Compare(a.Name, b.Name) })

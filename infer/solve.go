@@ -6,8 +6,9 @@ import "github.com/syscell/syscell/infer/x86"
 type solver struct {
 	*linker
 	// sums are what each node can do for its own compartment; ups what
-	// its tail calls make its caller's: a jump to the runtime replaces
-	// the object's frame, and the recorder finds the caller's below.
+	// its tail calls make its caller's too: a jump to the runtime
+	// replaces the object's frame, and the recorder finds the caller's
+	// below, which names the object's function or not (compute).
 	sums, ups []summary
 	// callers lists, for each node, the calls that may reach it.
 	callers [][]callSite
@@ -113,10 +114,12 @@ func (s *solver) depend(n, t int) {
 // A call's callee does for node n's compartment what it does for its
 // own, if it is in the same object or in the runtime, and what its tail
 // calls make its caller's. A tail call of an object's code (a jump out
-// of a function) puts all that in n's up instead: the recorder, which
-// finds the innermost frame outside the runtime, finds n's caller's.
-// The runtime's frames count for no one, so its tail calls are like its
-// calls.
+// of a function) puts all that in n's up as well: the recorder finds
+// the innermost frame outside the runtime, n's caller's, and gives the
+// call to n's object only where that caller's call instruction names
+// n's function (attribute/tailcall.go), which a call through a pointer
+// does not. The runtime's frames count for no one, so its tail calls are
+// like its calls.
 func (s *solver) compute(n int) (summary, summary) {
 	var sum, up summary
 	fn := s.nodes[n].fn
@@ -132,15 +135,17 @@ func (s *solver) compute(n int) (summary, summary) {
 	runtime := s.runtime[s.nodes[n].obj]
 	for i, t := range s.targetsOf(n) {
 		c := &fn.Calls[i]
-		into := &sum
+		into := []*summary{&sum}
 		if c.Tail && !runtime {
-			into = &up
+			into = append(into, &up)
 		}
-		if !c.Direct && c.Ptr.Kind == x86.Param {
-			into.calls |= 1 << c.Ptr.Arg
-			continue
+		for _, to := range into {
+			if !c.Direct && c.Ptr.Kind == x86.Param {
+				to.calls |= 1 << c.Ptr.Arg
+				continue
+			}
+			s.reach(n, to, t, c)
 		}
-		s.reach(n, into, t, c)
 	}
 	return sum, up
 }

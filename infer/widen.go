@@ -68,6 +68,7 @@ func Widen(p *policy.Policy, res *Result, part Part) *policy.Policy {
 		for _, n := range calls {
 			added[n] = true
 		}
+		c.Reach = reachOf(c, res)
 	}
 	if len(p.Compartments) == 0 {
 		for _, ic := range res.Compartments {
@@ -81,6 +82,20 @@ func Widen(p *policy.Policy, res *Result, part Part) *policy.Policy {
 			Pos: policy.Pos{File: "--widen"}})
 	}
 	return &out
+}
+
+// reachOf is what compartment c's object can reach, as inferred, nil
+// where no object of the inference is c's.
+func reachOf(c *policy.Compartment, res *Result) []string {
+	if c.Name == record.RuntimeName {
+		return res.Runtime.Names()
+	}
+	for _, ic := range res.Compartments {
+		if ic.Path == c.Path && (c.BuildID == "" || ic.BuildID == c.BuildID) {
+			return append([]string{}, ic.Calls.Names()...)
+		}
+	}
+	return c.Reach
 }
 
 func union(a, b []string) []string {

@@ -66,5 +66,11 @@ type Compartment struct {
 	// start with execve with their own compartments; any other program it
 	// starts is bounded by this compartment's syscalls.
 	Exec []string
+	// Reach, where known (syscell infer finds it), lists every call the
+	// compartment's code can make, directly or through the system
+	// runtime; nil where unknown, which counts as every call. A call
+	// made from the runtime's code is decided in the kernel when every
+	// compartment that can reach it may make it (or none may).
+	Reach []string
 	Pos  Pos
 }

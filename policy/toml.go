@@ -223,8 +223,10 @@ func (d *tomlDecoder) setCompartment(key string, kv *unstable.Node) error {
 			d.comp.Exec = append(d.comp.Exec, s)
 			return nil
 		})
+	case "reach":
+		d.comp.Reach, err = d.syscalls(key, kv)
 	default:
-		err = d.errorf(kv, "unknown key %q in [[compartment]] (want name, path, build-id, syscalls or exec)", key)
+		err = d.errorf(kv, "unknown key %q in [[compartment]] (want name, path, build-id, syscalls, exec or reach)", key)
 	}
 	return err
 }

@@ -79,6 +79,13 @@ func TestParseEverything(t *testing.T) {
 	if want := []string{"write", "read", "nop"}; !slices.Equal(p.IOURing, want) {
 		t.Errorf("io_uring = %v, want %v", p.IOURing, want)
 	}
+	reach := map[string][]string{}
+	for _, c := range p.Compartments {
+		reach[c.Name] = c.Reach
+	}
+	if want := []string{"getpid", "openat", "read"}; !slices.Equal(reach["libc.so.6"], want) || reach["main"] != nil {
+		t.Errorf("reach = %v, want libc.so.6's %v and main's unknown", reach, want)
+	}
 }
 
 const math64Minus1 = 1<<64 - 1
@@ -160,6 +167,9 @@ func compartmentSets(p *Policy) map[string]string {
 	m := map[string]string{}
 	for _, c := range p.Compartments {
 		m[c.Name] = c.Path + " " + c.BuildID + " " + strings.Join(slices.Sorted(slices.Values(c.Syscalls)), ",")
+		if c.Reach != nil {
+			m[c.Name] += " reach " + strings.Join(slices.Sorted(slices.Values(c.Reach)), ",")
+		}
 	}
 	return m
 }

@@ -109,6 +109,11 @@ func (b *tomlBuilder) compartment(c Compartment, comments map[string]string) {
 		slices.Sort(execs)
 		b.names("exec", slices.Compact(execs), nil)
 	}
+	if c.Reach != nil {
+		reach := slices.Clone(c.Reach)
+		slices.Sort(reach)
+		b.names("reach", slices.Compact(reach), nil)
+	}
 }
 
 func (b *tomlBuilder) keyString(key, s string) {

@@ -32,6 +32,10 @@ type Compartment struct {
 	// Execs names the compartments of the programs its exec calls
 	// started.
 	Execs map[string]bool
+	// Reach, where known (nil where not), holds every call the object's
+	// code can make, as syscell infer finds it (policy.Compartment.Reach):
+	// a fact of the object, the same in every run.
+	Reach map[string]bool
 }
 
 // key identifies a compartment across runs and processes, as a policy

@@ -45,6 +45,12 @@ func fromPolicy(p *policy.Policy, counts map[string]map[string]uint64) (*Recordi
 	inCompartment := map[string]bool{}
 	for _, pc := range p.Compartments {
 		c := &Compartment{Name: pc.Name, Path: pc.Path, BuildID: pc.BuildID, Calls: map[string]uint64{}, Execs: setOf(pc.Exec)}
+		if pc.Reach != nil {
+			c.Reach = map[string]bool{}
+			for _, name := range pc.Reach {
+				c.Reach[name] = true
+			}
+		}
 		for _, name := range pc.Syscalls {
 			c.Calls[name] = counts[pc.Name][name]
 			inCompartment[name] = true

@@ -30,6 +30,11 @@ func Merge(recs ...*Recording) *Recording {
 				}
 				m.Execs[name] = true
 			}
+			// Reach is the object's, whichever recording found it.
+			if c.Reach != nil && m.Reach == nil {
+				m.Reach = map[string]bool{}
+			}
+			maps.Copy(m.Reach, c.Reach)
 			for name, n := range c.Calls {
 				m.Calls[name] += n
 			}

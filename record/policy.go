@@ -22,8 +22,12 @@ func (r *Recording) Policy() (*policy.Policy, policy.WriteOptions) {
 	p := &policy.Policy{Default: policy.ActEPERM, BadArch: policy.ActKillProcess, Arches: r.arches()}
 	opts := policy.WriteOptions{Comments: map[string]map[string]string{}}
 	for _, c := range r.Compartments {
-		p.Compartments = append(p.Compartments, policy.Compartment{
-			Name: c.Name, Path: c.Path, BuildID: c.BuildID, Syscalls: sortedNames(c.Calls), Exec: slices.Sorted(maps.Keys(c.Execs))})
+		pc := policy.Compartment{
+			Name: c.Name, Path: c.Path, BuildID: c.BuildID, Syscalls: sortedNames(c.Calls), Exec: slices.Sorted(maps.Keys(c.Execs))}
+		if c.Reach != nil {
+			pc.Reach = append([]string{}, slices.Sorted(maps.Keys(c.Reach))...)
+		}
+		p.Compartments = append(p.Compartments, pc)
 		opts.Comments[c.Name] = countComments(c.Calls)
 	}
 	if union := r.union(); len(union) > 0 {

@@ -133,7 +133,11 @@ func (c *inferCmd) run(cmd *cobra.Command, args []string) error {
 	}
 	switch {
 	case recorded != nil:
-		return checkRecording(cmd.ErrOrStderr(), recorded, path, opt)
+		inferred, err := infer.Bound(recorded, path, opt)
+		if err != nil {
+			return inferError(err)
+		}
+		return checkRecording(cmd.ErrOrStderr(), recorded, inferred)
 	case c.showMap:
 		m, err := infer.RuntimeMap(path, opt)
 		if err != nil {
@@ -165,11 +169,7 @@ func inferError(err error) error {
 // checkRecording compares a recording with what its program and the
 // programs and libraries it saw can do, and fails if a recorded call was
 // not inferred.
-func checkRecording(w io.Writer, recorded *record.Recording, path string, opt infer.Options) error {
-	inferred, err := infer.Bound(recorded, path, opt)
-	if err != nil {
-		return inferError(err)
-	}
+func checkRecording(w io.Writer, recorded, inferred *record.Recording) error {
 	report := infer.Compare(recorded, inferred)
 	report.Write(w)
 	if n := report.FalseNegatives(); n > 0 {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/syscell/syscell/infer"
 	"github.com/syscell/syscell/record"
 	"github.com/syscell/syscell/trace"
 )
@@ -138,17 +139,28 @@ func (c *recordCmd) run(cmd *cobra.Command, args []string) error {
 	if len(earlier) > 0 {
 		rec = record.Merge(append([]*record.Recording{rec}, earlier...)...)
 	}
+	if c.bound == "" {
+		if err := c.write(cmd, rec); err != nil {
+			return err
+		}
+		return commandStatus(cmd, args[0], state)
+	}
+	// The policy carries each compartment's inferred reach, which lets
+	// run decide more of the calls made inside libc in the kernel.
+	opt, err := c.cache.options()
+	if err != nil {
+		return err
+	}
+	inferred, err := infer.Bound(rec, path, opt)
+	if err != nil {
+		return inferError(err)
+	}
+	infer.Annotate(rec, inferred)
 	if err := c.write(cmd, rec); err != nil {
 		return err
 	}
-	if c.bound != "" {
-		opt, err := c.cache.options()
-		if err != nil {
-			return err
-		}
-		if err := checkRecording(cmd.ErrOrStderr(), rec, path, opt); err != nil {
-			return err
-		}
+	if err := checkRecording(cmd.ErrOrStderr(), rec, inferred); err != nil {
+		return err
 	}
 	return commandStatus(cmd, args[0], state)
 }
