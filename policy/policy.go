@@ -72,5 +72,5 @@ type Compartment struct {
 	// made from the runtime's code is decided in the kernel when every
 	// compartment that can reach it may make it (or none may).
 	Reach []string
-	Pos  Pos
+	Pos   Pos
 }

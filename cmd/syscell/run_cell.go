@@ -148,11 +148,11 @@ func tellCell(w io.Writer, mode enforce.Mode, name string, res *cell.Result, sta
 	}
 	fmt.Fprintf(w, "syscell: the filter: %d instructions for %d compartments, compiled at start in %.2f ms\n",
 		res.Start.Instructions, len(res.Start.Layout.Slots), float64(res.Start.CompileTime.Microseconds())/1000)
+	tellKernel(w, res)
 	if len(res.Supervised) == 0 {
 		fmt.Fprintf(w, "syscell: no call was supervised\n")
 		return
 	}
-	tellKernel(w, res)
 	fmt.Fprintf(w, "syscell: the supervisor decided %d calls, each in %s (median), %s (99th percentile) from receiving it to answering it\n",
 		res.Latency.Calls, micros(res.Latency.Median), micros(res.Latency.P99))
 	fmt.Fprintf(w, "syscell: supervised calls:\n")
