@@ -6,9 +6,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/syscell/syscell/internal/shebang"
 )
 
 // ErrNotAuditable is wrapped by the errors of programs the loader would
@@ -16,9 +17,6 @@ import (
 // linked programs, which have no loader, and programs whose execution
 // raises privileges, for which the loader ignores LD_AUDIT.
 var ErrNotAuditable = errors.New("the dynamic loader would not load the audit library into it")
-
-// maxInterpreters bounds the chain of #! interpreters followed.
-const maxInterpreters = 4
 
 // checkExecutable makes sure that the loader will load the audit library
 // into path, following #! interpreters.
@@ -38,14 +36,14 @@ func checkExecuted(root, path string) error {
 // checkChain checks path and the #! interpreters it names, found under
 // root; privileges says whether programs that raise them are refused.
 func checkChain(root, path string, privileges bool) error {
-	for range maxInterpreters {
+	for range shebang.MaxInterpreters {
 		interp, err := checkFile(path, privileges)
 		if err != nil || interp == "" {
 			return err
 		}
 		path = root + interp
 	}
-	return fmt.Errorf("cell: %s: more than %d #! interpreters", path, maxInterpreters)
+	return fmt.Errorf("cell: %s: more than %d #! interpreters", path, shebang.MaxInterpreters)
 }
 
 // checkFile checks one file, and returns the interpreter a script names.
@@ -61,13 +59,11 @@ func checkFile(path string, privileges bool) (string, error) {
 		return "", fmt.Errorf("cell: %w", err)
 	}
 	defer unix.Close(fd)
-	if rest, ok := bytes.CutPrefix(head[:n], []byte("#!")); ok {
-		line, _, _ := bytes.Cut(rest, []byte("\n"))
-		fields := strings.Fields(string(line))
-		if len(fields) == 0 {
-			return "", fmt.Errorf("cell: %s: #! names no interpreter", path)
+	if interp, err := shebang.Interpreter(head[:n]); interp != "" || err != nil {
+		if err != nil {
+			return "", fmt.Errorf("cell: %s: %w", path, err)
 		}
-		return fields[0], nil
+		return interp, nil
 	}
 	dynamic, err := hasInterp(fd, head[:n])
 	if err != nil {

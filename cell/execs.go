@@ -1,13 +1,12 @@
 package cell
 
 import (
-	"bytes"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/syscell/syscell/internal/shebang"
 	"github.com/syscell/syscell/notify"
 	"github.com/syscell/syscell/policy"
 )
@@ -106,32 +105,11 @@ func (s *supervisor) granted(n *notify.Notification, caller string) bool {
 // programOf is the program an exec of path loads: path, or the first
 // ELF file of the chain of #! interpreters it names, found under root.
 func programOf(root, path string) (string, error) {
-	for range maxInterpreters {
-		interp, err := scriptInterpreter(path)
-		if err != nil || interp == "" {
-			return path, err
-		}
-		path = root + interp
-	}
-	return "", fmt.Errorf("cell: %s: more than %d #! interpreters", path, maxInterpreters)
-}
-
-// scriptInterpreter is the interpreter a #! script names, "" for any
-// other file.
-func scriptInterpreter(path string) (string, error) {
-	var head [256]byte
-	fd, n, err := readHead(path, head[:])
+	program, err := shebang.Program(root, path)
 	if err != nil {
 		return "", fmt.Errorf("cell: %w", err)
 	}
-	unix.Close(fd)
-	if rest, ok := bytes.CutPrefix(head[:n], []byte("#!")); ok {
-		line, _, _ := bytes.Cut(rest, []byte("\n"))
-		if fields := strings.Fields(string(line)); len(fields) > 0 {
-			return fields[0], nil
-		}
-	}
-	return "", nil
+	return program, nil
 }
 
 // boundOf is the compartment that bounds p's image, "" for none.

@@ -170,9 +170,9 @@ func Bound(rec *record.Recording, exe string, opt Options) (*record.Recording, e
 		if c.Path == "" || !onDisk(c.Path, c.BuildID) {
 			continue
 		}
-		if d, err := image.OpenDynamic(c.Path); err == nil && d.Interp != "" {
+		if IsProgram(c.Path, c.BuildID) {
 			programs = append(programs, c.Path)
-		} else if err == nil {
+		} else if _, err := image.OpenDynamic(c.Path); err == nil {
 			libs = append(libs, c.Path)
 		}
 	}
@@ -192,6 +192,16 @@ func Bound(rec *record.Recording, exe string, opt Options) (*record.Recording, e
 }
 
 // onDisk says whether path is still the file a compartment names.
+// IsProgram says whether the file at path, of build-id buildID where not
+// "", is a dynamically linked program on disk: one the loader starts.
+func IsProgram(path, buildID string) bool {
+	if !onDisk(path, buildID) {
+		return false
+	}
+	d, err := image.OpenDynamic(path)
+	return err == nil && d.Interp != ""
+}
+
 func onDisk(path, buildID string) bool {
 	id, err := attribute.FileBuildID(path)
 	return err == nil && (buildID == "" || id == buildID)

@@ -27,6 +27,9 @@ type compatCase struct {
 	// needs are programs that must be installed, services the servers
 	// the commands talk to.
 	needs, services []string
+	// noInfer, where set, says why the recording is not checked against
+	// the static inference.
+	noInfer string
 	files           []txtar.File
 }
 
@@ -69,7 +72,7 @@ func parseCompatCase(path string) (*compatCase, error) {
 		}
 		value = strings.TrimSpace(value)
 		var words []string
-		if key != "about" {
+		if key != "about" && key != "infer" {
 			if words, err = splitWords(value); err != nil {
 				return nil, fmt.Errorf("%s:%d: %w", path, i+1, err)
 			}
@@ -77,6 +80,8 @@ func parseCompatCase(path string) (*compatCase, error) {
 		switch key {
 		case "about":
 			c.about = value
+		case "infer":
+			c.noInfer = strings.TrimPrefix(value, "no: ")
 		case "record":
 			c.record = words
 		case "other":
@@ -256,11 +261,12 @@ func waitListening(t *testing.T, name string, port int) {
 func compatTable(rows []compatRow) []byte {
 	var b strings.Builder
 	b.WriteString(compatHeader)
-	b.WriteString("| program | what | recorded input, per-library | recorded input, whole-process | other input, merged policy, per-library | other input, merged policy, whole-process | other input, first policy | error path, merged policy | error path, first policy |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("| program | what | recorded input, per-library | recorded input, whole-process | other input, merged policy, per-library | other input, merged policy, whole-process | other input, first policy | error path, merged policy | error path, first policy | other input, first policy --widen static | error path, first policy --widen static:exit | recorded calls not inferred |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | ---: |\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.name, r.about,
-			r.recorded, r.recordedWhole, r.otherMerged, r.otherMergedWhole, r.otherFirst, r.errorMerged, r.errorFirst)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.name, r.about,
+			r.recorded, r.recordedWhole, r.otherMerged, r.otherMergedWhole, r.otherFirst, r.errorMerged, r.errorFirst,
+			r.otherWidened, r.errorWidened, r.notInferred)
 	}
 	return []byte(b.String())
 }
@@ -287,6 +293,12 @@ unfiltered run: exit status, standard output and standard error.
 The recorded input and the other input under the merged policy must be
 **same** in every mode; the inputs the policy was not recorded on (the
 other input under the first policy alone, and an error path) show what a
-recording misses, and that every such denial is said.
+recording misses, and that every such denial is said. Widened with what
+` + "`syscell infer`" + ` finds the program's objects can do (` + "`run --widen static`" + `,
+every inferred call; ` + "`--widen static:exit`" + `, those of the paths that end
+the program), the first policy must run the other input and the error
+path **same** as unfiltered; and every call the first recording saw must
+lie in the inferred calls of its compartment (` + "`infer --check`" + `: the last
+column counts those that do not, which must be 0).
 
 `

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -58,10 +59,11 @@ func TestCompatibility(t *testing.T) {
 }
 
 // compatTools are syscell, built for the test with its audit library,
-// and the test's scratch space.
+// the test's scratch space and the inference's cache.
 type compatTools struct {
 	syscell string
 	dir     string
+	cache   string
 }
 
 func newCompatTools(t *testing.T) *compatTools {
@@ -73,7 +75,7 @@ func newCompatTools(t *testing.T) *compatTools {
 	if diag, err := cell.BuildLibrary("../audit", cell.LibraryPath(syscell), gcc); err != nil {
 		t.Fatalf("build the audit library: %v\n%s", err, diag)
 	}
-	return &compatTools{syscell: syscell, dir: dir}
+	return &compatTools{syscell: syscell, dir: dir, cache: filepath.Join(dir, "infer-cache")}
 }
 
 // outcome is how one run of a program ended and what it said.
@@ -118,6 +120,32 @@ type compatRow struct {
 	recorded, recordedWhole             string
 	otherMerged, otherMergedWhole       string
 	otherFirst, errorMerged, errorFirst string
+	// otherWidened and errorWidened are the first policy widened with
+	// the inferred calls (run --widen): all of them, and those of the
+	// paths that end the program.
+	otherWidened, errorWidened string
+	// notInferred counts the recorded calls the static inference of
+	// the program does not bound, or says why they were not counted.
+	notInferred string
+}
+
+// checkInferred checks that every call recorded in policy lies in the
+// inferred calls of its compartment (syscell infer --check), and returns
+// how many do not.
+func (tl *compatTools) checkInferred(t *testing.T, c *compatCase, work, policy string, args []string) int {
+	t.Helper()
+	o := tl.run(t, c, work, append([]string{tl.syscell, "infer", "-q", "--cache", tl.cache, "--check", policy, "--"}, args...))
+	if o.status == "exit status 0" {
+		return 0
+	}
+	n := 0
+	for _, line := range o.said {
+		if _, err := fmt.Sscanf(line, "syscell: static bound of %d compartments: %d calls recorded but not inferred", new(int), &n); err == nil {
+			break
+		}
+	}
+	t.Errorf("calls recorded but not inferred (%s):\n%s\n%s", o.status, strings.Join(o.said, "\n"), o.stderr)
+	return max(n, 1)
 }
 
 // check records c and runs it every way, failing t where a run does not
@@ -129,31 +157,45 @@ func (tl *compatTools) check(t *testing.T, c *compatCase, svc services) compatRo
 	record, other, fail := svc.expand(c.record), svc.expand(c.other), svc.expand(c.error)
 	tl.record(t, c, work, first, record)
 	tl.record(t, c, work, merged, other, "--merge", first)
+	row := compatRow{name: c.name, about: c.about}
+	row.notInferred = "not checked: " + c.noInfer
+	if c.noInfer == "" {
+		row.notInferred = strconv.Itoa(tl.checkInferred(t, c, work, first, record))
+	}
 
 	base := map[string]outcome{}
 	for what, args := range map[string][]string{"record": record, "other": other, "error": fail} {
 		base[what] = tl.run(t, c, work, args)
 	}
-	row := compatRow{name: c.name, about: c.about}
 	for _, run := range []struct {
 		cell   *string
 		input  string
 		policy string
 		whole  bool
 		exact  bool
+		widen  string
 	}{
-		{&row.recorded, "record", first, false, true},
-		{&row.recordedWhole, "record", first, true, true},
-		{&row.otherMerged, "other", merged, false, true},
-		{&row.otherMergedWhole, "other", merged, true, true},
-		{&row.otherFirst, "other", first, false, false},
-		{&row.errorMerged, "error", merged, false, false},
-		{&row.errorFirst, "error", first, false, false},
+		{&row.recorded, "record", first, false, true, ""},
+		{&row.recordedWhole, "record", first, true, true, ""},
+		{&row.otherMerged, "other", merged, false, true, ""},
+		{&row.otherMergedWhole, "other", merged, true, true, ""},
+		{&row.otherFirst, "other", first, false, false, ""},
+		{&row.errorMerged, "error", merged, false, false, ""},
+		{&row.errorFirst, "error", first, false, false, ""},
+		{&row.otherWidened, "other", first, false, false, "static"},
+		{&row.errorWidened, "error", first, false, false, "static:exit"},
 	} {
 		args := map[string][]string{"record": record, "other": other, "error": fail}[run.input]
 		flags := []string{"run", "--policy", run.policy}
 		if run.whole {
 			flags = append(flags, "--whole-process")
+		}
+		if run.widen != "" && c.noInfer != "" {
+			*run.cell = "not inferred"
+			continue
+		}
+		if run.widen != "" {
+			flags = append(flags, "--widen", run.widen, "--cache", tl.cache)
 		}
 		o := tl.run(t, c, work, append(append([]string{tl.syscell}, flags...), append([]string{"--"}, args...)...))
 		v, ok := verdict(o, base[run.input])

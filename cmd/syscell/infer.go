@@ -15,6 +15,7 @@ import (
 
 	"github.com/syscell/syscell/attribute"
 	"github.com/syscell/syscell/infer"
+	"github.com/syscell/syscell/internal/shebang"
 	"github.com/syscell/syscell/infer/image"
 	"github.com/syscell/syscell/record"
 )
@@ -119,9 +120,9 @@ func (c *inferCmd) run(cmd *cobra.Command, args []string) error {
 			return fileError(c.check, err)
 		}
 	}
-	path, err := exec.LookPath(args[0])
+	path, err := programPath(args[0])
 	if err != nil {
-		return inputErrorf("%s: %w", args[0], errors.Unwrap(err))
+		return err
 	}
 	opt, err := c.cache.options()
 	if err != nil {
@@ -176,6 +177,21 @@ func checkRecording(w io.Writer, recorded, inferred *record.Recording) error {
 		return fmt.Errorf("%d recorded calls were not inferred", n)
 	}
 	return nil
+}
+
+// programPath finds the program name runs: the file on PATH, or for a
+// #! script the interpreter the kernel would start, which is what is
+// analysed.
+func programPath(name string) (string, error) {
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return "", inputErrorf("%s: %w", name, errors.Unwrap(err))
+	}
+	program, err := shebang.Program("", path)
+	if err != nil {
+		return "", inputErrorf("%w", err)
+	}
+	return program, nil
 }
 
 // summary describes an inference in a few lines for people.

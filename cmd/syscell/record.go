@@ -151,7 +151,11 @@ func (c *recordCmd) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	inferred, err := infer.Bound(rec, path, opt)
+	program, err := programPath(args[0])
+	if err != nil {
+		return err
+	}
+	inferred, err := infer.Bound(rec, program, opt)
 	if err != nil {
 		return inferError(err)
 	}

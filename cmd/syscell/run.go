@@ -331,19 +331,36 @@ func (c *runCmd) widened(p *policy.Policy, name string) (*policy.Policy, error) 
 	if err != nil {
 		return nil, inputErrorf("--widen: %w", err)
 	}
-	path, err := exec.LookPath(name)
+	path, err := programPath(name)
 	if err != nil {
-		return nil, inputErrorf("%s: %w", name, errors.Unwrap(err))
+		return nil, err
 	}
 	opt, err := c.cache.options()
 	if err != nil {
 		return nil, err
 	}
-	res, err := infer.Infer(path, opt)
-	if err != nil {
-		return nil, inferError(err)
+	for _, program := range append([]string{path}, policyPrograms(p, path)...) {
+		res, err := infer.Infer(program, opt)
+		if err != nil {
+			return nil, inferError(err)
+		}
+		p = infer.Widen(p, res, part)
 	}
-	return infer.Widen(p, res, part), nil
+	return p, nil
+}
+
+// policyPrograms are the programs other than cmd whose compartments p
+// has, on disk as recorded: those CMD executes, whose objects the
+// inference of CMD alone does not see.
+func policyPrograms(p *policy.Policy, cmd string) []string {
+	var out []string
+	for _, c := range p.Compartments {
+		if c.Path == "" || c.Path == cmd || slices.Contains(out, c.Path) || !infer.IsProgram(c.Path, c.BuildID) {
+			continue
+		}
+		out = append(out, c.Path)
+	}
+	return out
 }
 
 // notBundled adds, to the error of a policy file that does not exist and
