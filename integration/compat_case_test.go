@@ -30,7 +30,7 @@ type compatCase struct {
 	// noInfer, where set, says why the recording is not checked against
 	// the static inference.
 	noInfer string
-	files           []txtar.File
+	files   []txtar.File
 }
 
 // fixedTime is every extracted file's time, so that what a program says

@@ -15,8 +15,8 @@ import (
 
 	"github.com/syscell/syscell/attribute"
 	"github.com/syscell/syscell/infer"
-	"github.com/syscell/syscell/internal/shebang"
 	"github.com/syscell/syscell/infer/image"
+	"github.com/syscell/syscell/internal/shebang"
 	"github.com/syscell/syscell/record"
 )
 
