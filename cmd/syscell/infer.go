@@ -191,7 +191,22 @@ func programPath(name string) (string, error) {
 	if err != nil {
 		return "", inputErrorf("%w", err)
 	}
+	if !isELF(program) {
+		return "", inputErrorf("%s: neither an ELF program nor a #! script", program)
+	}
 	return program, nil
+}
+
+// isELF reports whether the file at path starts as an ELF file does.
+func isELF(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	magic := make([]byte, len(elf.ELFMAG))
+	_, err = io.ReadFull(f, magic)
+	return err == nil && string(magic) == elf.ELFMAG
 }
 
 // summary describes an inference in a few lines for people.

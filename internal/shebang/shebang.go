@@ -39,12 +39,16 @@ func Interpreter(head []byte) (string, error) {
 // first file of the chain of #! interpreters that is no script, each
 // found under root ("" for /).
 func Program(root, path string) (string, error) {
+	script := ""
 	for range MaxInterpreters {
 		interp, err := fileInterpreter(path)
+		if err != nil && script != "" {
+			return "", fmt.Errorf("%s: #! interpreter: %w", script, err)
+		}
 		if err != nil || interp == "" {
 			return path, err
 		}
-		path = root + interp
+		script, path = path, root+interp
 	}
 	return "", fmt.Errorf("%s: more than %d #! interpreters", path, MaxInterpreters)
 }

@@ -30,6 +30,7 @@ func TestProgram(t *testing.T) {
 		{"a loop", write("loop", "#!"+filepath.Join(dir, "loop")+"\n"), "", "interpreters"},
 		{"text", write("text", "hello\n"), write("text", "hello\n"), ""},
 		{"missing", filepath.Join(dir, "missing"), "", "no such file"},
+		{"a missing interpreter", write("orphan", "#!/nonexistent/sh\n"), "", "orphan: #! interpreter: open /nonexistent/sh: no such file"},
 	} {
 		got, err := Program("", tc.path)
 		switch {
