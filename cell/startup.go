@@ -48,7 +48,7 @@ func (s *supervisor) answerMark(n *notify.Notification) error {
 		switch n.Data.Args[4] {
 		case markLoaded:
 			s.mu.Lock()
-			t.proc.start = imageStart{}
+			t.proc.start = imageStart{cacheMapped: true}
 			s.mu.Unlock()
 		case markBound:
 			s.loading(t.proc)
@@ -69,6 +69,9 @@ type imageStart struct {
 	bound string
 	// loading says the image an exec started is being loaded.
 	loading bool
+	// cacheMapped says the image is loaded and its loader has still to
+	// unmap its cache (loaderCacheUnmap).
+	cacheMapped bool
 }
 
 // auxv reads the auxiliary vector of process tgid: set by the kernel at
@@ -168,6 +171,26 @@ var auditorCalls = map[uint32]bool{
 // loaderCache is the file the dynamic loader maps to find libraries, and
 // unmaps once the program is loaded, after the filter is in place.
 const loaderCache = "/etc/ld.so.cache"
+
+// loaderCacheUnmap says whether n is the first munmap of a process whose
+// image an exec started and its audit library has just marked loaded,
+// and unmaps the loader's cache: its loader's next call, which would
+// otherwise be attributed, reading the new image's mappings, at every
+// exec.
+func (s *supervisor) loaderCacheUnmap(n *notify.Notification) bool {
+	if n.Data.Arch != syscalls.AuditArchX86_64 || n.Data.Nr != unix.SYS_MUNMAP {
+		return false
+	}
+	t, err := s.thread(n.Pid)
+	if err != nil {
+		return false
+	}
+	s.mu.Lock()
+	mapped := t.proc.start.cacheMapped
+	t.proc.start.cacheMapped = false
+	s.mu.Unlock()
+	return mapped && unmapsLoaderCache(n)
+}
 
 // unmapsLoaderCache says whether n unmaps exactly a mapping of the
 // loader's cache, which nothing but the loader needs.

@@ -181,7 +181,7 @@ func (s *supervisor) answer(n *notify.Notification, w *worker) error {
 	if refused, err := s.refuseProcMem(n, w); refused {
 		return err
 	}
-	if s.loadingCall(n) {
+	if s.loadingCall(n) || s.loaderCacheUnmap(n) {
 		pending, err := s.reply(n, policy.ActAllow, nil)
 		if pending {
 			s.mu.Lock()
