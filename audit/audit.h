@@ -80,7 +80,6 @@ struct config {
 extern struct config config;
 void config_read(void);
 void config_inherit(const char *value);
-bool config_has_file_identities(void);
 
 /* object.c: what an object of the program is. */
 #define MAX_TEXT 8
@@ -91,12 +90,15 @@ struct object {
 	bool wrappers;		/* the base namespace's libc: its wrappers get stubs */
 	dev_t dev;
 	ino_t ino;
+	const char *stat_path;	/* what to stat for dev and ino; NULL once done */
 	char build_id[2 * 64 + 1];
 	const char *path;
 	struct range text[MAX_TEXT];
 	unsigned ntext;
 };
-/* Identifies the object the loader has just mapped, and seals its code. */
+/* Identifies the object the loader has just mapped, and seals its code.
+   Unless stat_file, its file is read for its device and inode only if a
+   compartment that names its objects by file is otherwise its. */
 struct object *object_identify(struct link_map *map, Lmid_t lmid, bool stat_file);
 /* Calls fn with each range of code of this library's own namespace (the
    library, its libc and the loader), which la_objopen never sees. */

@@ -158,11 +158,3 @@ void config_inherit(const char *value)
 		}
 	die("the configuration in the environment is cut short");
 }
-
-bool config_has_file_identities(void)
-{
-	for (unsigned i = 0; i < config.nslots; i++)
-		if (config.slots[i].file)
-			return true;
-	return false;
-}

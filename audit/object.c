@@ -90,20 +90,35 @@ static bool is_runtime(const char *name)
 	return false;
 }
 
-static bool matches(const struct compartment *c, const struct object *o, const char *so)
+/* stat_object reads o's device and inode, once. */
+static void stat_object(struct object *o)
+{
+	struct stat st;
+	if (o->stat_path != NULL && stat(o->stat_path, &st) == 0) {
+		o->dev = st.st_dev;
+		o->ino = st.st_ino;
+	}
+	o->stat_path = NULL;
+}
+
+/* matches tests the file last: under the filter, stat is a supervised
+   call. */
+static bool matches(const struct compartment *c, struct object *o, const char *so)
 {
 	if (c->nothing)
 		return false;
 	if (c->build_id != NULL && strcmp(c->build_id, o->build_id) != 0)
 		return false;
-	if (c->file && (o->ino == 0 || c->dev != o->dev || c->ino != o->ino))
+	if (c->name != NULL && strcmp(c->name, so) != 0 && strcmp(c->name, base_name(o->path)) != 0)
 		return false;
-	if (c->name != NULL)
-		return strcmp(c->name, so) == 0 || strcmp(c->name, base_name(o->path)) == 0;
+	if (c->file) {
+		stat_object(o);
+		return o->ino != 0 && c->dev == o->dev && c->ino == o->ino;
+	}
 	return true;
 }
 
-static int compartment_of(const struct object *o, const char *so)
+static int compartment_of(struct object *o, const char *so)
 {
 	for (unsigned i = 0; i < config.nslots; i++)
 		if (matches(&config.slots[i], o, so))
@@ -179,11 +194,9 @@ struct object *object_identify(struct link_map *map, Lmid_t lmid, bool stat_file
 			break;
 		}
 	}
-	struct stat st;
-	if (stat_file && !vdso && stat(executable ? "/proc/self/exe" : o->path, &st) == 0) {
-		o->dev = st.st_dev;
-		o->ino = st.st_ino;
-	}
+	o->stat_path = vdso ? NULL : executable ? "/proc/self/exe" : o->path;
+	if (stat_file)
+		stat_object(o);
 	seal_code(o);
 	o->runtime = vdso || is_runtime(so) || is_runtime(base_name(o->path));
 	o->wrappers = lmid == LM_ID_BASE && strcmp(so, "libc.so.6") == 0;

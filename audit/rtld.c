@@ -36,9 +36,10 @@ EXPORT unsigned la_version(unsigned version)
 
 EXPORT unsigned la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *cookie)
 {
-	/* Once the filter is installed, stat is a supervised call: make it
-	   only when a compartment names its objects by file. */
-	struct object *o = object_identify(map, lmid, !installed || config_has_file_identities());
+	/* Before the filter, every object's file identity goes into the
+	   layout; under it (once installed, or inherited by an executed
+	   image), stat is a supervised call. */
+	struct object *o = object_identify(map, lmid, !installed && !inherited);
 	if (bound >= 0 && !o->runtime)
 		o->slot = bound;
 	*cookie = (uintptr_t)o;

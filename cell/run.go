@@ -293,6 +293,7 @@ func handshake(ch *channel, p *policy.Policy, cfg config, opt Options, lib strin
 	sup.inherit, sup.execs, sup.sealed, sup.ringOps = start.Inherit, grantsOf(p), start.Unsealed == 0, ringOps(p)
 	sup.denyProcMem = opt.DenyProcMem
 	sup.counter, sup.counterErr = counter, counterErr
+	sup.filtered(pid)
 	return sup, start, nil
 }
 

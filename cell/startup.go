@@ -172,11 +172,22 @@ var auditorCalls = map[uint32]bool{
 // unmaps once the program is loaded, after the filter is in place.
 const loaderCache = "/etc/ld.so.cache"
 
+// filtered notes that the first image of process pid has installed its
+// filter, as an executed image marks itself loaded: its loader has still
+// to unmap its cache.
+func (s *supervisor) filtered(pid int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, err := s.process(pid); err == nil {
+		p.start.cacheMapped = true
+	}
+}
+
 // loaderCacheUnmap says whether n is the first munmap of a process whose
-// image an exec started and its audit library has just marked loaded,
-// and unmaps the loader's cache: its loader's next call, which would
-// otherwise be attributed, reading the new image's mappings, at every
-// exec.
+// image has just installed its filter or, started by an exec, been
+// marked loaded, and unmaps the loader's cache: its loader's next call,
+// which would otherwise be attributed, reading the image's mappings and
+// every object's unwind tables, at every start.
 func (s *supervisor) loaderCacheUnmap(n *notify.Notification) bool {
 	if n.Data.Arch != syscalls.AuditArchX86_64 || n.Data.Nr != unix.SYS_MUNMAP {
 		return false

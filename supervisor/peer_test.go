@@ -1,6 +1,9 @@
 package supervisor
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestHolds decides which registered container a process belongs to:
 // the same PID namespace, and its cgroups at or below the container's
@@ -43,6 +46,7 @@ func TestHolds(t *testing.T) {
 func TestCheckName(t *testing.T) {
 	for name, ok := range map[string]bool{
 		"nginx": true, "nginx.toml": true, "web_1-a": true, "a": true,
+		strings.Repeat("a", 251): true, strings.Repeat("a", 252): false,
 		"": false, "../etc/shadow": false, "/etc/shadow": false, "a/b": false, ".hidden": false, "a b": false,
 	} {
 		if err := checkName("policy", name); (err == nil) != ok {
