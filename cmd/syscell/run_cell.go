@@ -235,10 +235,14 @@ type cellReport struct {
 	// Unsealed is why the stub window could not be sealed, if it could
 	// not.
 	Unsealed string `json:"unsealed,omitempty"`
+	// Kernel counts, with --stats as root, every call that ran, by the
+	// code that made them: with Supervised, what share the supervisor
+	// decided.
+	Kernel []cell.KernelCalls `json:"kernel,omitempty"`
 }
 
 func writeCellReport(f *os.File, mode enforce.Mode, policy string, command []string, res *cell.Result) error {
-	r := cellReport{Mode: mode, Policy: policy, Command: command, ExitCode: res.ExitCode, Supervised: res.Supervised, Denied: res.Denied}
+	r := cellReport{Mode: mode, Policy: policy, Command: command, ExitCode: res.ExitCode, Supervised: res.Supervised, Denied: res.Denied, Kernel: res.Kernel}
 	if res.Signal != 0 {
 		r.Signal = unix.SignalName(res.Signal)
 	}
