@@ -123,23 +123,49 @@ func (s *supervisor) anonOwner(space *attribute.Space, regs *unwind.Regs, mem un
 // owner finds who the notified call belongs to, copying the caller's
 // stack into w's buffer.
 func (s *supervisor) owner(n *notify.Notification, w *worker) (owner, error) {
-	t, e, err := s.stopped(n)
+	t, st, err := s.stoppedAt(n, w)
 	if err != nil {
 		return owner{}, err
 	}
-	o, err := s.ownerOf(t, e, n, w)
+	o, err := s.ownerOf(t, st, n, w)
 	o.proc = t.proc
 	return o, err
 }
 
-// ownerOf finds who the call thread t is stopped at belongs to. On the
-// receiving thread, only from the call-chain cache.
-func (s *supervisor) ownerOf(t *thread, e entry, n *notify.Notification, w *worker) (owner, error) {
-	p := t.proc
+// stop is where a notified thread waits: its call, its process's epoch,
+// its stack, and whether regs hold its callee-saved registers too.
+type stop struct {
+	e    entry
+	ep   epoch
+	mem  *memory
+	regs *unwind.Regs
+	full bool
+}
+
+// stoppedAt finds where the notified thread waits: in the snapshot the
+// kernel took of it, if it took one, else in /proc and its memory.
+func (s *supervisor) stoppedAt(n *notify.Notification, w *worker) (*thread, stop, error) {
+	if t, st, ok := s.snapshotOf(n, w); ok {
+		s.fromSnapshots.Add(1)
+		return t, st, nil
+	}
+	s.fromProc.Add(1)
+	t, e, err := s.stopped(n)
+	if err != nil {
+		return nil, stop{}, err
+	}
 	ep, mem, err := readMemory(t.tid, s.epochAt, e.sp, w.stack)
 	if err != nil {
-		return owner{}, err
+		return nil, stop{}, err
 	}
+	return t, stop{e: e, ep: ep, mem: mem, regs: entryRegs(&n.Data, e)}, nil
+}
+
+// ownerOf finds who the call thread t is stopped at belongs to. On the
+// receiving thread, only from the call-chain cache.
+func (s *supervisor) ownerOf(t *thread, st stop, n *notify.Notification, w *worker) (owner, error) {
+	p := t.proc
+	e, ep, mem, regs := st.e, st.ep, st.mem, st.regs
 	// The process's mappings and cache, one call at a time; and the
 	// registers saved for a call made again, which the worker that read
 	// them stores before it lets go.
@@ -149,7 +175,6 @@ func (s *supervisor) ownerOf(t *thread, e entry, n *notify.Notification, w *work
 		p.mu.Lock()
 	}
 	defer p.mu.Unlock()
-	regs := entryRegs(&n.Data, e)
 	fresh := ep.stable() && ep == p.epoch && p.space != nil
 	if fresh {
 		if o, ok := p.chains.lookup(regs, mem); ok && !s.hasSaved(t.tid) {
@@ -159,7 +184,10 @@ func (s *supervisor) ownerOf(t *thread, e entry, n *notify.Notification, w *work
 	if w.inline {
 		return owner{}, errSlow
 	}
-	full := s.savedRegs(t.tid, e, regs)
+	// Registers read for the call are taken, even where the snapshot
+	// has them: kept, they would send every later call to a worker.
+	saved := s.savedRegs(t.tid, e, regs)
+	full := st.full || saved
 	if !fresh {
 		if err := s.readSpace(p, ep); err != nil {
 			return owner{}, err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/syscell/syscell/attribute"
 	"github.com/syscell/syscell/bpf"
+	"github.com/syscell/syscell/cell/snapshot"
 	"github.com/syscell/syscell/compartment"
 	"github.com/syscell/syscell/compile"
 	"github.com/syscell/syscell/enforce"
@@ -62,7 +63,26 @@ type Options struct {
 	// writing, through which the kernel may let code rewrite sealed
 	// code (ProcMemWrites): each open for writing is then supervised.
 	DenyProcMem bool
+	// CallersIn is where the supervisor finds the threads whose callers
+	// it looks for (Result.Callers).
+	CallersIn CallersIn
 }
+
+// CallersIn is where the supervisor finds the threads whose callers it
+// looks for.
+type CallersIn int
+
+const (
+	// CallersAnywhere: in /proc and their memory, and in the kernel's
+	// snapshots (as root) once loaded, in the background, after the
+	// first few (snapshots.go).
+	CallersAnywhere CallersIn = iota
+	// CallersInProc: in /proc alone, the way without root.
+	CallersInProc
+	// CallersInSnapshots: in the kernel's snapshots from the start,
+	// which Run fails without.
+	CallersInSnapshots
+)
 
 // Result is how the program ended and what the supervisor saw.
 type Result struct {
@@ -85,6 +105,18 @@ type Result struct {
 	// Options.CountKernel; KernelErr is why they could not be counted.
 	Kernel    []KernelCalls
 	KernelErr error
+	// Callers counts where the supervisor found the callers it looked
+	// for.
+	Callers Callers
+}
+
+// Callers counts where the supervisor found the threads whose callers it
+// looked for: in the snapshots the kernel took (as root), or in /proc and
+// their memory (without root, or when a thread had not been switched out
+// yet).
+type Callers struct {
+	Snapshots uint64 `json:"snapshots"`
+	Proc      uint64 `json:"proc"`
 }
 
 // Run runs cmd with the per-library filter of p: each compartment of p
@@ -141,7 +173,8 @@ func Run(ctx context.Context, p *policy.Policy, cmd enforce.Command, opt Options
 // result is what the supervisor saw of the program.
 func (s *supervisor) result(start *Start) *Result {
 	res := &Result{Start: start, Supervised: s.stats.list(), Latency: s.stats.summary(),
-		Denied: s.denied.list(), FirstDenied: s.first, KernelErr: s.counterErr}
+		Denied: s.denied.list(), FirstDenied: s.first, KernelErr: s.counterErr,
+		Callers: Callers{Snapshots: s.fromSnapshots.Load(), Proc: s.fromProc.Load()}}
 	if s.counter != nil {
 		res.Kernel, res.KernelErr = s.counter.stop()
 	}
@@ -278,23 +311,43 @@ func handshake(ch *channel, p *policy.Policy, cfg config, opt Options, lib strin
 	if opt.CountKernel {
 		counter, counterErr = countKernel(pid, start.Layout)
 	}
-	fd, err := installFilter(ch, prog)
+	var snaps *snapshot.Snapshots
+	if opt.CallersIn == CallersInSnapshots {
+		if snaps, err = snapshot.Load(start.Epoch); err == nil {
+			err = snaps.Watch(pid)
+		}
+	}
+	var l *notify.Listener
+	if err == nil {
+		l, err = listen(ch, prog)
+	}
 	if err != nil {
 		if counter != nil {
 			counter.stop()
 		}
-		return nil, nil, err
-	}
-	l, err := notify.NewListener(fd)
-	if err != nil {
+		if snaps != nil {
+			snaps.Close()
+		}
 		return nil, nil, err
 	}
 	sup := newSupervisor(l, spec, opt, lib, ids, win, start.Epoch)
 	sup.inherit, sup.execs, sup.sealed, sup.ringOps = start.Inherit, grantsOf(p), start.Unsealed == 0, ringOps(p)
 	sup.denyProcMem = opt.DenyProcMem
 	sup.counter, sup.counterErr = counter, counterErr
+	sup.snapshots = opt.CallersIn != CallersInProc
+	sup.snaps.Store(snaps)
 	sup.filtered(pid)
 	return sup, start, nil
+}
+
+// listen has the audit library install the program, and listens to its
+// notifications.
+func listen(ch *channel, prog []bpf.Instruction) (*notify.Listener, error) {
+	fd, err := installFilter(ch, prog)
+	if err != nil {
+		return nil, err
+	}
+	return notify.NewListener(fd)
 }
 
 // installFilter sends the program to the audit library, which installs

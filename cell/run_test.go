@@ -31,11 +31,12 @@ func loadPolicy(t testing.TB, name string) *policy.Policy {
 // directory, and returns what prog printed (by WHAT) and the result.
 func run(t *testing.T, scratch, mode string, extra ...string) (map[string]string, *cell.Result) {
 	t.Helper()
-	return runPolicy(t, policyName, scratch, mode, extra...)
+	return runPolicy(t, policyName, scratch, mode, cell.CallersAnywhere, extra...)
 }
 
-// runPolicy is run with the policy of testdata named name.
-func runPolicy(t *testing.T, name, scratch, mode string, extra ...string) (map[string]string, *cell.Result) {
+// runPolicy is run with the policy of testdata named name, the
+// supervisor finding callers in in.
+func runPolicy(t *testing.T, name, scratch, mode string, in cell.CallersIn, extra ...string) (map[string]string, *cell.Result) {
 	t.Helper()
 	dir := fixtures(t)
 	if err := os.WriteFile(filepath.Join(scratch, "file"), nil, 0o644); err != nil {
@@ -48,7 +49,7 @@ func runPolicy(t *testing.T, name, scratch, mode string, extra ...string) (map[s
 	// A hung program fails the test rather than the whole run.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res, err := cell.Run(ctx, loadPolicy(t, name), cmd, cell.Options{Library: filepath.Join(dir, auditLib)})
+	res, err := cell.Run(ctx, loadPolicy(t, name), cmd, cell.Options{Library: filepath.Join(dir, auditLib), CallersIn: in})
 	if err != nil && res != nil {
 		t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s\nsupervised: %+v", mode, err, out.String(), errOut.String(), res.Supervised)
 	}
@@ -72,8 +73,20 @@ const pid = "PID"
 
 // TestCompartments runs prog in each mode and checks each call's result:
 // getpid is allowed from libgetpid.so and libplug.so only, mkdir from
-// prog only, and a denied mkdir fails with EPERM and creates nothing.
+// prog only, and a denied mkdir fails with EPERM and creates nothing. The
+// supervisor finds callers in the kernel's snapshots (as root), and
+// again in /proc.
 func TestCompartments(t *testing.T) {
+	t.Run("snapshots", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("SKIPPED: the kernel's snapshots need root (eBPF), and this is uid", os.Geteuid())
+		}
+		testCompartments(t, cell.CallersInSnapshots)
+	})
+	t.Run("proc", func(t *testing.T) { testCompartments(t, cell.CallersInProc) })
+}
+
+func testCompartments(t *testing.T, in cell.CallersIn) {
 	for _, tc := range []struct {
 		mode string
 		want map[string]string
@@ -176,7 +189,8 @@ func TestCompartments(t *testing.T) {
 			if tc.extra != nil {
 				extra = tc.extra(fixtures(t), scratch)
 			}
-			got, res := runPolicy(t, file, scratch, tc.mode, extra...)
+			got, res := runPolicy(t, file, scratch, tc.mode, in, extra...)
+			checkCallers(t, res, in)
 			seen := map[string]bool{}
 			for _, c := range res.Supervised {
 				seen[fmt.Sprintf("%s %s %t", c.Owner, c.Syscall, c.Allowed)] = true
@@ -211,6 +225,21 @@ func TestCompartments(t *testing.T) {
 				t.Errorf("directories made: %v, want %v", made, tc.made)
 			}
 		})
+	}
+}
+
+// checkCallers checks where the supervisor found callers: never in
+// snapshots when told to read /proc; in snapshots at least once, if it
+// looked for any, when told to use them (a thread not switched out yet
+// is looked for in /proc).
+func checkCallers(t *testing.T, res *cell.Result, in cell.CallersIn) {
+	t.Helper()
+	c := res.Callers
+	switch {
+	case in == cell.CallersInProc && c.Snapshots > 0:
+		t.Errorf("callers found in %d snapshots, told to read /proc", c.Snapshots)
+	case in == cell.CallersInSnapshots && c.Proc > 0 && c.Snapshots == 0:
+		t.Errorf("callers found in /proc %d times and never in snapshots", c.Proc)
 	}
 }
 

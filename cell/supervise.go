@@ -6,12 +6,14 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/syscell/syscell/attribute"
+	"github.com/syscell/syscell/cell/snapshot"
 	"github.com/syscell/syscell/compartment"
 	"github.com/syscell/syscell/enforce"
 	"github.com/syscell/syscell/iouring"
@@ -72,6 +74,13 @@ type supervisor struct {
 	// Options.CountKernel; counterErr is why it could not.
 	counter    *kernelCounter
 	counterErr error
+	// snaps, where the kernel takes them (as root, once loaded: see
+	// snapshots.go), are where notified threads wait, read with no system
+	// call; the counts say where callers were found.
+	snapshots               bool
+	snaps                   atomic.Pointer[snapshot.Snapshots]
+	loadingSnaps, stopping  bool
+	fromSnapshots, fromProc atomic.Uint64
 
 	// err is why serving stopped early, if it did.
 	err  error
@@ -159,6 +168,7 @@ func (s *supervisor) stop() {
 	s.l.Close()
 	<-s.done
 	s.tracer.stop()
+	s.stopSnapshots()
 	for _, t := range s.threads {
 		t.close()
 	}

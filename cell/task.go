@@ -275,5 +275,6 @@ func (s *supervisor) process(tgid int) (*process, error) {
 	}
 	p := &process{tgid: tgid, pidfd: pidfd, bound: s.inheritedBound(tgid)}
 	s.procs[tgid] = p
+	s.watch(tgid)
 	return p, nil
 }

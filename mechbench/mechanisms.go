@@ -73,6 +73,12 @@ var specs = map[Mechanism]spec{
 		needs:       auditLibrary,
 		slow:        true,
 	},
+	SupervisedProc: {
+		description: "the same, the caller found in /proc and the stack, as without root",
+		run:         measureSupervised,
+		needs:       auditLibrary,
+		slow:        true,
+	},
 }
 
 // An observer is the part of a mechanism that watches the payload from the

@@ -73,13 +73,17 @@ const (
 	EBPF Mechanism = "ebpf"
 	// Supervised is syscell's per-library supervisor deciding getpid made
 	// from libc's code, whose owner only an unwind tells (supervised.go):
-	// to compare with UserNotif, its floor.
+	// to compare with UserNotif, its floor. As root, the supervisor finds
+	// the caller in the kernel's snapshot of the thread (cell/snapshot).
 	Supervised Mechanism = "supervised"
+	// SupervisedProc is the same with the caller found in /proc and the
+	// thread's memory, as without root.
+	SupervisedProc Mechanism = "supervised-proc"
 )
 
 // Mechanisms returns every mechanism, in the order of the report.
 func Mechanisms() []Mechanism {
-	return []Mechanism{None, Seccomp, SeccompUncached, UserNotif, Supervised, Ptrace, SeccompTrace, EBPF}
+	return []Mechanism{None, Seccomp, SeccompUncached, UserNotif, Supervised, SupervisedProc, Ptrace, SeccompTrace, EBPF}
 }
 
 // Description says in a few words what m does, for legends.

@@ -51,7 +51,7 @@ func init() {
 // playPayload plays the payload and returns its exit status. Failures are
 // reported to the parent, or to standard error when even that fails.
 func playPayload(env string) int {
-	if strings.Contains(env, `"mechanism":"`+string(Supervised)+`"`) {
+	if strings.Contains(env, `"mechanism":"`+string(Supervised)+`"`) || strings.Contains(env, `"mechanism":"`+string(SupervisedProc)+`"`) {
 		return playSupervised(env)
 	}
 	loop, err := payload(env)

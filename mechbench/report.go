@@ -167,16 +167,17 @@ func (r Report) WriteTable(w io.Writer) error {
 	return nil
 }
 
-// FloorRatios are, by number of calls, the supervised call's median time
-// over the notification floor's (user-notif, a supervisor that answers
-// at once), where both were measured.
-func (r Report) FloorRatios() map[int]float64 {
-	sup, floor := r.series(Supervised), r.series(UserNotif)
-	if sup == nil || floor == nil {
+// FloorRatios are, by number of calls, the median time of a call that
+// mechanism sup decides (Supervised, SupervisedProc) over the
+// notification floor's (user-notif, a supervisor that answers at once),
+// where both were measured.
+func (r Report) FloorRatios(sup Mechanism) map[int]float64 {
+	s, floor := r.series(sup), r.series(UserNotif)
+	if s == nil || floor == nil {
 		return nil
 	}
 	out := map[int]float64{}
-	for i, p := range sup.Points {
+	for i, p := range s.Points {
 		if f := floor.Points[i]; p.MedianNs > 0 && f.MedianNs > 0 {
 			out[p.Iterations] = p.MedianNs / f.MedianNs
 		}
@@ -187,10 +188,12 @@ func (r Report) FloorRatios() map[int]float64 {
 // writeFloorRatios says what the supervisor adds to the notification's
 // round trip.
 func (r Report) writeFloorRatios(b *strings.Builder) {
-	ratios := r.FloorRatios()
-	for _, n := range r.Iterations {
-		if v, ok := ratios[n]; ok {
-			fmt.Fprintf(b, "supervised / user-notif at %d calls: %.2f (the supervisor's cost over the notification floor)\n", n, v)
+	for _, sup := range []Mechanism{Supervised, SupervisedProc} {
+		ratios := r.FloorRatios(sup)
+		for _, n := range r.Iterations {
+			if v, ok := ratios[n]; ok {
+				fmt.Fprintf(b, "%s / user-notif at %d calls: %.2f (the supervisor's cost over the notification floor)\n", sup, n, v)
+			}
 		}
 	}
 }

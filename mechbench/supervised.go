@@ -36,8 +36,15 @@ import (
 func callAt(site, nr uintptr) uintptr
 
 // warmUp is how many calls the payload makes before it times its loop:
-// the first has its call chain unwound, which the rest find cached.
-const warmUp = 16
+// the first has its call chain unwound, which the rest find cached; and
+// enough of them that the supervisor loads the kernel's snapshots
+// (cell/snapshots.go), which settle gives it time for. The loop then
+// measures the steady state a program that makes many supervised calls
+// reaches.
+const (
+	warmUp = 64
+	settle = 300 * time.Millisecond
+)
 
 // measureSupervised runs one supervised payload.
 func measureSupervised(ctx context.Context, req request) (Sample, error) {
@@ -51,7 +58,7 @@ func measureSupervised(ctx context.Context, req request) (Sample, error) {
 	}
 	var out, errOut bytes.Buffer
 	cmd := enforce.Command{Path: exe, Args: []string{exe}, Env: env, Stdout: &out, Stderr: &errOut}
-	res, err := cell.Run(ctx, supervisedPolicy(exe), cmd, cell.Options{})
+	res, err := cell.Run(ctx, supervisedPolicy(exe), cmd, cell.Options{CallersIn: callersIn(req.Mechanism)})
 	if err != nil {
 		return Sample{}, fmt.Errorf("%w: %s", err, errOut.Bytes())
 	}
@@ -67,6 +74,15 @@ func measureSupervised(ctx context.Context, req request) (Sample, error) {
 	}
 	sample.Intercepted = max(sample.Intercepted, warmUp) - warmUp
 	return sample, nil
+}
+
+// callersIn is where the supervisor of mechanism m finds callers: in the
+// kernel's snapshots where it can (as root), or in /proc.
+func callersIn(m Mechanism) cell.CallersIn {
+	if m == SupervisedProc {
+		return cell.CallersInProc
+	}
+	return cell.CallersAnywhere
 }
 
 // auditLibrary checks that syscell's audit library is where cell.Run
@@ -111,6 +127,7 @@ func supervisedLoop(n int) (time.Duration, error) {
 	for range warmUp {
 		callAt(site, unix.SYS_GETPID)
 	}
+	time.Sleep(settle)
 	start := time.Now()
 	for range n {
 		callAt(site, unix.SYS_GETPID)

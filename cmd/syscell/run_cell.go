@@ -155,6 +155,9 @@ func tellCell(w io.Writer, mode enforce.Mode, name string, res *cell.Result, sta
 	}
 	fmt.Fprintf(w, "syscell: the supervisor decided %d calls, each in %s (median), %s (99th percentile) from receiving it to answering it\n",
 		res.Latency.Calls, micros(res.Latency.Median), micros(res.Latency.P99))
+	if c := res.Callers; c.Snapshots+c.Proc > 0 {
+		fmt.Fprintf(w, "syscell: callers looked for in the kernel's snapshots %d times, in /proc %d times\n", c.Snapshots, c.Proc)
+	}
 	fmt.Fprintf(w, "syscell: supervised calls:\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  OWNER\tSYSCALL\tCALLS\tVERDICT\n")
