@@ -17,8 +17,8 @@ const loadAfter = 32
 
 // snapshotOf reads where the notified thread waits from its snapshot,
 // copying its stack into w's buffer. The thread's record must be of its
-// process, alive: a record of a dead thread whose id was reused would
-// hold another process's state.
+// process: a record of a dead thread whose id was reused would hold
+// another process's state.
 func (s *supervisor) snapshotOf(n *notify.Notification, w *worker) (*thread, stop, bool) {
 	snaps := s.snaps.Load()
 	if snaps == nil {
@@ -32,7 +32,7 @@ func (s *supervisor) snapshotOf(n *notify.Notification, w *worker) (*thread, sto
 		return nil, stop{}, false
 	}
 	t, err := s.thread(n.Pid)
-	if err != nil || t.proc.tgid != snap.Tgid || t.proc.exited() {
+	if err != nil || t.proc.tgid != snap.Tgid || !s.sameProcess(t.proc, snap.Started) {
 		return nil, stop{}, false
 	}
 	e := entry{nr: int64(snap.Regs.Nr), sp: snap.Regs.SP, pc: snap.Regs.IP}
@@ -49,6 +49,25 @@ func (s *supervisor) snapshotOf(n *notify.Notification, w *worker) (*thread, sto
 	}
 	mem := &memory{tid: t.tid, sp: r.SP, stack: snap.Stack}
 	return t, stop{e: e, ep: ep, mem: mem, regs: regs, full: true}, true
+}
+
+// sameProcess says whether p is the process that started at started, by
+// the time it started, which the first snapshot of p's, while p is alive,
+// tells: a record of a dead process whose id was reused is another's.
+func (s *supervisor) sameProcess(p *process, started uint64) bool {
+	s.mu.Lock()
+	known := p.started
+	s.mu.Unlock()
+	if known != 0 {
+		return known == started
+	}
+	if p.exited() {
+		return false
+	}
+	s.mu.Lock()
+	p.started = started
+	s.mu.Unlock()
+	return true
 }
 
 // loadSnapshots loads the snapshots' program in the background, once,

@@ -45,6 +45,9 @@ type process struct {
 	// (execs.go); both under the supervisor's mu.
 	start imageStart
 	bound string
+	// started is when the process started, once a snapshot told
+	// (snapshots.go), under the supervisor's mu.
+	started uint64
 }
 
 // epoch is the content of the audit library's epoch page

@@ -245,8 +245,10 @@ func (l Layout) Owner(ip uint64) (name string, supervise bool) {
 	if l.inWindow(ip) {
 		return l.Slots[(ip-l.Window)>>l.SlotShift], false
 	}
-	for _, n := range l.names() {
-		for _, r := range l.Text[n] {
+	// Ranges do not overlap (NewSpec), so the order of the search does
+	// not matter.
+	for n, rs := range l.Text {
+		for _, r := range rs {
 			if r.Contains(ip) {
 				return n, false
 			}

@@ -45,6 +45,8 @@ struct seccomp {
 struct task_struct {
 	int pid;
 	int tgid;
+	struct task_struct *group_leader;
+	__u64 start_time;
 	struct seccomp seccomp;
 } __attribute__((preserve_access_index));
 
@@ -77,6 +79,9 @@ struct snapshot {
 	__u64 seq;
 	__u32 tid;
 	__u32 tgid;
+	// started is when the thread's process started, which tells it from
+	// an earlier process with the same id.
+	__u64 started;
 	__u64 id;
 	__u64 regs[16];
 	__u64 epoch[2];
@@ -162,6 +167,7 @@ int take_snapshot(__u64 *ctx)
 		return 0;
 	s->tid = tid;
 	s->tgid = tgid;
+	s->started = BPF_CORE_READ(prev, group_leader, start_time);
 	s->id = id;
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
 	copy_regs(s, regs);

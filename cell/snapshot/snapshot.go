@@ -39,8 +39,11 @@ type Regs struct {
 
 // Snapshot is where a thread waits.
 type Snapshot struct {
-	// Tgid is the thread's process.
-	Tgid int
+	// Tgid is the thread's process, and Started when it started (in the
+	// kernel's monotonic clock): an earlier process with the same id
+	// started at another time.
+	Tgid    int
+	Started uint64
 	Regs Regs
 	// Epoch is what the audit library's epoch page held, where EpochOK.
 	Epoch   [2]uint64
@@ -130,11 +133,10 @@ func (s *Snapshots) Take(tid int, id uint64, buf []byte) (Snapshot, bool) {
 		return Snapshot{}, false
 	}
 	word := func(i int) uint64 { return binary.LittleEndian.Uint64(header[8*i:]) }
-	if uint32(word(0)) != uint32(tid) || word(1) != id {
+	if uint32(word(0)) != uint32(tid) || word(2) != id {
 		return Snapshot{}, false
 	}
 	snap := decode(word)
-	snap.Tgid = int(word(0) >> 32)
 	n := min(int(binary.LittleEndian.Uint32(header[headerSize-4:])), len(buf))
 	snap.Stack = buf[:n]
 	if _, err := s.mem.ReadAt(snap.Stack, base+int64(offStack)); err != nil {
@@ -146,13 +148,14 @@ func (s *Snapshots) Take(tid int, id uint64, buf []byte) (Snapshot, bool) {
 	return snap, true
 }
 
-// decode reads the registers and the epoch from a slot's header, word i
-// of which word gives: the tid and tgid, the id, 16 registers, the
-// epoch.
+// decode reads a slot's header, word i of which word gives: the tid and
+// the tgid, when the process started, the id, 16 registers, the epoch.
 func decode(word func(int) uint64) Snapshot {
-	const regs = 2
+	const regs = 3
 	r := func(i int) uint64 { return word(regs + i) }
 	return Snapshot{
+		Tgid:    int(word(0) >> 32),
+		Started: word(1),
 		Regs: Regs{
 			Nr: r(0), DI: r(1), SI: r(2), DX: r(3), R10: r(4), R8: r(5), R9: r(6),
 			SP: r(7), IP: r(8),

@@ -18,6 +18,7 @@ type snapshotSnapshot struct {
 	Seq     uint64
 	Tid     uint32
 	Tgid    uint32
+	Started uint64
 	Id      uint64
 	Regs    [16]uint64
 	Epoch   [2]uint64

@@ -88,8 +88,8 @@ func checkSnapshot(t *testing.T, n *notify.Notification, snap snapshot.Snapshot,
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("registers %#x, want %#x", got, want)
 	}
-	if snap.Tgid != os.Getpid() {
-		t.Errorf("process %d, want %d", snap.Tgid, os.Getpid())
+	if snap.Tgid != os.Getpid() || snap.Started == 0 {
+		t.Errorf("process %d, started at %d; want %d, a time", snap.Tgid, snap.Started, os.Getpid())
 	}
 	if sp := procSP(t, n.Pid); r.SP != sp {
 		t.Errorf("stack pointer %#x, /proc says %#x", r.SP, sp)
