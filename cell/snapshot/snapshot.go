@@ -44,7 +44,7 @@ type Snapshot struct {
 	// started at another time.
 	Tgid    int
 	Started uint64
-	Regs Regs
+	Regs    Regs
 	// Epoch is what the audit library's epoch page held, where EpochOK.
 	Epoch   [2]uint64
 	EpochOK bool
