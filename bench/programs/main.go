@@ -13,15 +13,17 @@
 // it takes turns, round by round, so that a drift of the shared machine
 // hits each alike:
 //
-//	plain   the program alone
-//	whole   syscell run --whole-process: the union as one filter
-//	cell    syscell run: per-library compartments, the recorded policy
-//	reach   syscell run: the policy recorded with --bound static
+//	plain    the program alone
+//	whole    syscell run --whole-process: the union as one filter
+//	cell     syscell run: per-library compartments, the recorded policy
+//	reach    syscell run: the policy recorded with --bound static
+//	widened  syscell run --widen static: the recorded policy, each
+//	         compartment widened with every call its code can make
 //
 // Figures are medians over the rounds, and every ratio is to plain's
-// median of the same invocation. For each policy, one more run with
-// --stats --report (as root, the kernel's counts) gives the share of the
-// calls that ran that the supervisor decided.
+// median of the same invocation. For each way with compartments, one
+// more run with --stats --report (as root, the kernel's counts) gives
+// the share of the calls that ran that the supervisor decided.
 //
 // bench/programs/run.sh builds what it needs and runs it:
 //

@@ -19,9 +19,9 @@ type Workload struct {
 	// Ways holds each way's times in milliseconds, every sample of every
 	// round, and their median.
 	Ways []Way `json:"ways"`
-	// Supervised is, per policy (cell, reach), the share of the calls
-	// that ran that the supervisor decided, in percent; -1 where the
-	// kernel's calls could not be counted.
+	// Supervised is, per way with compartments (cell, reach, widened),
+	// the share of the calls that ran that the supervisor decided, in
+	// percent; -1 where the kernel's calls could not be counted.
 	Supervised map[string]float64 `json:"supervised_percent"`
 }
 
@@ -54,6 +54,7 @@ func (b *bench) ways(cell, reach string) []way {
 		{name: "whole", prefix: run("--whole-process"), policy: cell},
 		{name: "cell", prefix: run(), policy: cell},
 		{name: "reach", prefix: run(), policy: reach},
+		{name: "widened", prefix: run("--widen", "static"), policy: cell},
 	}
 }
 
@@ -96,9 +97,8 @@ func (b *bench) measure(ctx context.Context, w workload) (Workload, error) {
 		res.Ways[i].Median = median(res.Ways[i].Times)
 		res.Ways[i].Ratio = res.Ways[i].Median / median(res.Ways[0].Times)
 	}
-	for _, name := range []string{"cell", "reach"} {
-		policy := map[string]string{"cell": cell, "reach": reach}[name]
-		if res.Supervised[name], err = b.supervisedShare(ctx, policy, args); err != nil {
+	for _, wy := range ways[2:] {
+		if res.Supervised[wy.name], err = b.supervisedShare(ctx, wy.prefix(b, wy.policy), args); err != nil {
 			return Workload{}, err
 		}
 	}
@@ -142,11 +142,13 @@ type report struct {
 	} `json:"kernel"`
 }
 
-// supervisedShare runs args under policy with --stats and returns the
-// percentage of the calls that ran that the supervisor decided.
-func (b *bench) supervisedShare(ctx context.Context, policy string, args []string) (float64, error) {
-	path := policy + ".report.json"
-	if err := b.syscellRun(ctx, args, "run", "-q", "--stats", "--report", path, "--policy", policy, "--"); err != nil {
+// supervisedShare runs args as prefix (a syscell run command) does, with
+// --stats, and returns the percentage of the calls that ran that the
+// supervisor decided.
+func (b *bench) supervisedShare(ctx context.Context, prefix, args []string) (float64, error) {
+	path := filepath.Join(b.dir, "report.json")
+	flags := slices.Concat(prefix[1:3], []string{"--stats", "--report", path}, prefix[3:])
+	if err := b.syscellRun(ctx, args, flags...); err != nil {
 		return 0, err
 	}
 	data, err := os.ReadFile(path)
@@ -175,14 +177,14 @@ func (b *bench) supervisedShare(ctx context.Context, policy string, args []strin
 // table is the results as a Markdown table.
 func (r *Results) table() string {
 	var b strings.Builder
-	b.WriteString("| workload | plain | whole ÷ plain | cell ÷ plain | reach ÷ plain | supervised (cell) | supervised (reach) |\n")
+	b.WriteString("| workload | plain | whole ÷ plain | cell ÷ plain | reach ÷ plain | widened ÷ plain | supervised (cell, reach, widened) |\n")
 	b.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, w := range r.Workloads {
 		fmt.Fprintf(&b, "| %s | %.2f ms |", w.Name, w.Ways[0].Median)
 		for _, wy := range w.Ways[1:] {
 			fmt.Fprintf(&b, " %.2f× (%+.2f ms) |", wy.Ratio, wy.Median-w.Ways[0].Median)
 		}
-		fmt.Fprintf(&b, " %s | %s |\n", percent(w.Supervised["cell"]), percent(w.Supervised["reach"]))
+		fmt.Fprintf(&b, " %s, %s, %s |\n", percent(w.Supervised["cell"]), percent(w.Supervised["reach"]), percent(w.Supervised["widened"]))
 	}
 	return b.String()
 }
