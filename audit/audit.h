@@ -146,6 +146,7 @@ void inherit_check(const struct object *o);
 #define MARK_FLAGS 0x5ce11000
 #define MARK_LOADED (MARK_FLAGS | 1)
 #define MARK_BOUND (MARK_FLAGS | 2)
+#define MARK_INSTALLED (MARK_FLAGS | 3)
 /* The slot of the compartment that bounds this executed image, whose
    objects then all bind to it, or -1 for none (cell/execs.go). */
 int inherit_bound(void);

@@ -10,11 +10,14 @@
  * install: it shares this process's memory and descriptor table
  * (CLONE_VM | CLONE_FILES) but is not one of its threads, so the filter
  * (TSYNC reaches the thread group only) does not apply to it. The main
- * thread publishes the listener in memory and spins, making no system
- * call, until the helper has sent it and closed this process's copies of
- * the listener and of the socket: a process that kept its own listener
- * could answer its own calls, and would keep them waiting forever, rather
- * than failing with ENOSYS, if the supervisor died. The helper is a child
+ * thread publishes the listener in memory and makes a mark the filter
+ * notifies (an execveat the kernel would refuse, cell/startup.go): it
+ * waits, asleep, until the supervisor answers, which the supervisor does
+ * once the helper has sent the listener and closed this process's copies
+ * of it and of the socket (the socket's end of file tells): a process
+ * that kept its own listener could answer its own calls, and would keep
+ * them waiting forever, rather than failing with ENOSYS, if the
+ * supervisor died. If the helper fails, it kills the process. The helper is a child
  * of the launcher (CLONE_PARENT), which reaps it, when the launcher is
  * this process's parent. A supervisor the program connected to is not
  * (and a container's first process, the init of its PID namespace, may
@@ -42,13 +45,10 @@
 #define ABORT -2
 
 /* handoff is the listener once installed, PENDING before, ABORT when the
-   install failed; done is set by the helper. */
+   install failed. */
 static int handoff = PENDING;
-static int done;
 static pid_t process;
 static char helper_stack[64 * 1024] __attribute__((aligned(16)));
-
-enum { HELPER_RUNNING, HELPER_SENT, HELPER_FAILED };
 
 static bool send_listener(int sock, int listener)
 {
@@ -84,10 +84,8 @@ static int helper(void *arg)
 		/* The program must not go on without a supervisor that can
 		   answer its supervised calls. */
 		kill(process, SIGKILL);
-		__atomic_store_n(&done, HELPER_FAILED, __ATOMIC_RELEASE);
 		return 1;
 	}
-	__atomic_store_n(&done, HELPER_SENT, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -135,10 +133,7 @@ void install_filter(void)
 				&prog);
 	if (listener < 0)
 		abort_install("install the filter");
-	/* From here on, no system call until the helper is done. */
 	__atomic_store_n(&handoff, (int)listener, __ATOMIC_RELEASE);
-	while (__atomic_load_n(&done, __ATOMIC_ACQUIRE) == HELPER_RUNNING)
-		__builtin_ia32_pause();
-	while (__atomic_load_n(&done, __ATOMIC_ACQUIRE) == HELPER_FAILED)
-		__builtin_ia32_pause(); /* the helper has killed the process */
+	if (syscall(SYS_execveat, -1, NULL, NULL, NULL, MARK_INSTALLED) != 0)
+		die("wait for the supervisor: %s", strerror(errno));
 }

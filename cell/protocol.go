@@ -178,7 +178,22 @@ func (c *channel) handoff() (helper, listener int, err error) {
 		}
 	}
 	unix.CloseOnExec(listener)
-	return helper, listener, nil
+	return helper, listener, c.closed()
+}
+
+// closed waits for the end of the socket: the helper closes the
+// program's copies of the listener, then of the socket, before the
+// supervisor may answer the program's first call.
+func (c *channel) closed() error {
+	var buf [64]byte
+	n, err := c.conn.Read(buf[:])
+	switch {
+	case n > 0:
+		return errors.New("cell: the audit library wrote after the listener")
+	case errors.Is(err, io.EOF):
+		return nil
+	}
+	return fmt.Errorf("cell: wait for the helper to close the program's socket: %w", err)
 }
 
 // helperPid finds "helper PID" among the lines read so far, or -1.

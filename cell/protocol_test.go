@@ -90,6 +90,7 @@ func TestConversation(t *testing.T) {
 		t.Errorf("program: %q %x, %v", header, body, err)
 	}
 	sendListener(t, lib)
+	lib.Close() // the helper closes the program's socket once it sent the listener
 	helper, fd, err := ch.handoff()
 	if err != nil || helper != 77 || fd < 0 {
 		t.Fatalf("handoff: helper %d, fd %d, %v", helper, fd, err)

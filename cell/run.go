@@ -336,7 +336,6 @@ func handshake(ch *channel, p *policy.Policy, cfg config, opt Options, lib strin
 	sup.counter, sup.counterErr = counter, counterErr
 	sup.snapshots = opt.CallersIn != CallersInProc
 	sup.snaps.Store(snaps)
-	sup.filtered(pid)
 	return sup, start, nil
 }
 

@@ -29,24 +29,28 @@ import (
 // define), which the filter notifies as it does every exec. Its flags
 // say what it marks (audit/audit.h).
 const (
-	markFlags  = 0x5ce11000
-	markLoaded = markFlags | 1
-	markBound  = markFlags | 2
+	markFlags     = 0x5ce11000
+	markLoaded    = markFlags | 1
+	markBound     = markFlags | 2
+	markInstalled = markFlags | 3
 )
 
 func isMark(n *notify.Notification) bool {
 	return isExec(n) && n.Data.Nr == unix.SYS_EXECVEAT && int32(n.Data.Args[0]) == -1 && n.Data.Args[4]&^0xff == markFlags
 }
 
-// answerMark takes a mark: a loaded image's start-up is over; or, asked
-// by the audit library of an image an exec started, the slot of the
-// compartment that bounds the image (execs.go), plus one, 0 for none.
+// answerMark takes a mark: a loaded image's start-up is over, or the
+// first image has installed its filter (and waits for the answer, as its
+// helper hands the listener over, install.c); or, asked by the audit
+// library of an image an exec started, the slot of the compartment that
+// bounds the image (execs.go), plus one, 0 for none. Both a loaded and a
+// filtered image's loader has still to unmap its cache.
 func (s *supervisor) answerMark(n *notify.Notification) error {
 	t, err := s.thread(n.Pid)
 	var val int64
 	if err == nil {
 		switch n.Data.Args[4] {
-		case markLoaded:
+		case markLoaded, markInstalled:
 			s.mu.Lock()
 			t.proc.start = imageStart{cacheMapped: true}
 			s.mu.Unlock()
@@ -172,20 +176,9 @@ var auditorCalls = map[uint32]bool{
 // unmaps once the program is loaded, after the filter is in place.
 const loaderCache = "/etc/ld.so.cache"
 
-// filtered notes that the first image of process pid has installed its
-// filter, as an executed image marks itself loaded: its loader has still
-// to unmap its cache.
-func (s *supervisor) filtered(pid int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if p, err := s.process(pid); err == nil {
-		p.start.cacheMapped = true
-	}
-}
-
 // loaderCacheUnmap says whether n is the first munmap of a process whose
-// image has just installed its filter or, started by an exec, been
-// marked loaded, and unmaps the loader's cache: its loader's next call,
+// image has just installed its filter or, started by an exec, been marked
+// loaded, and unmaps the loader's cache: its loader's next call,
 // which would otherwise be attributed, reading the image's mappings and
 // every object's unwind tables, at every start.
 func (s *supervisor) loaderCacheUnmap(n *notify.Notification) bool {
