@@ -44,8 +44,25 @@ type Policy struct {
 	// compartments, a ring may be set up only where the policy names
 	// some.
 	IOURing []string
+	// ServingFrom names the calls that start a process's serving phase:
+	// its first call of one of them (a serving loop's wait, as
+	// epoll_wait or accept4), or its birth by fork from a process that
+	// serves. Empty for a policy without phases.
+	ServingFrom []string
 	// Source is the file the policy came from.
 	Source string
+}
+
+// Phased says whether p narrows compartments once a process serves.
+func (p *Policy) Phased() bool { return len(p.ServingFrom) > 0 }
+
+// ServingCalls are the calls c may make once its process serves: all of
+// its calls where p has no phases or c is not narrowed.
+func (p *Policy) ServingCalls(c Compartment) []string {
+	if !p.Phased() || c.Serving == nil {
+		return c.Syscalls
+	}
+	return c.Serving
 }
 
 // Rule gives Action to the named syscalls when all Conds hold.
@@ -72,5 +89,9 @@ type Compartment struct {
 	// made from the runtime's code is decided in the kernel when every
 	// compartment that can reach it may make it (or none may).
 	Reach []string
-	Pos   Pos
+	// Serving, in a policy with phases (ServingFrom), lists the calls
+	// the compartment may still make once its process serves, a subset
+	// of Syscalls; nil where it keeps all of them.
+	Serving []string
+	Pos     Pos
 }

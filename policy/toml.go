@@ -151,10 +151,12 @@ func (d *tomlDecoder) setTop(key string, kv *unstable.Node) error {
 			d.pol.IOURing = append(d.pol.IOURing, s)
 			return checkIOURing(s)
 		})
+	case "serving-from":
+		d.pol.ServingFrom, err = d.syscalls(key, kv)
 	case "rule", "compartment":
 		err = d.errorf(kv, "write %q as [[%s]] tables", key, key)
 	default:
-		err = d.errorf(kv, "unknown key %q (want version, default, bad-arch, arches or io_uring)", key)
+		err = d.errorf(kv, "unknown key %q (want version, default, bad-arch, arches, io_uring or serving-from)", key)
 	}
 	return err
 }
@@ -225,8 +227,10 @@ func (d *tomlDecoder) setCompartment(key string, kv *unstable.Node) error {
 		})
 	case "reach":
 		d.comp.Reach, err = d.syscalls(key, kv)
+	case "serving":
+		d.comp.Serving, err = d.syscalls(key, kv)
 	default:
-		err = d.errorf(kv, "unknown key %q in [[compartment]] (want name, path, build-id, syscalls, exec or reach)", key)
+		err = d.errorf(kv, "unknown key %q in [[compartment]] (want name, path, build-id, syscalls, exec, reach or serving)", key)
 	}
 	return err
 }

@@ -86,6 +86,12 @@ func TestParseEverything(t *testing.T) {
 	if want := []string{"getpid", "openat", "read"}; !slices.Equal(reach["libc.so.6"], want) || reach["main"] != nil {
 		t.Errorf("reach = %v, want libc.so.6's %v and main's unknown", reach, want)
 	}
+	if want := []string{"epoll_wait", "accept4"}; !slices.Equal(p.ServingFrom, want) {
+		t.Errorf("serving-from = %v, want %v", p.ServingFrom, want)
+	}
+	if got := p.Compartments[1].Serving; !slices.Equal(got, []string{"getpid"}) || p.Compartments[0].Serving != nil {
+		t.Errorf("serving = %v and %v, want main's unnarrowed and libc.so.6's [getpid]", p.Compartments[0].Serving, got)
+	}
 }
 
 const math64Minus1 = 1<<64 - 1
@@ -124,7 +130,8 @@ func TestRoundTrip(t *testing.T) {
 				t.Errorf("decides differently after WriteTOML: %s", d)
 			}
 			if p.Default != again.Default || p.BadArch != again.BadArch || !reflect.DeepEqual(p.Arches, again.Arches) ||
-				!reflect.DeepEqual(sortedSet(p.IOURing), sortedSet(again.IOURing)) {
+				!reflect.DeepEqual(sortedSet(p.IOURing), sortedSet(again.IOURing)) ||
+				!reflect.DeepEqual(sortedSet(p.ServingFrom), sortedSet(again.ServingFrom)) {
 				t.Errorf("header changed: %v %v %v %v, then %v %v %v %v", p.Default, p.BadArch, p.Arches, p.IOURing,
 					again.Default, again.BadArch, again.Arches, again.IOURing)
 			}
@@ -136,11 +143,6 @@ func TestRoundTrip(t *testing.T) {
 			}
 		})
 	}
-}
-
-// sortedSet is names sorted, each once.
-func sortedSet(names []string) []string {
-	return slices.Compact(slices.Sorted(slices.Values(names)))
 }
 
 func writeTOML(t *testing.T, p *Policy) string {
@@ -169,6 +171,9 @@ func compartmentSets(p *Policy) map[string]string {
 		m[c.Name] = c.Path + " " + c.BuildID + " " + strings.Join(slices.Sorted(slices.Values(c.Syscalls)), ",")
 		if c.Reach != nil {
 			m[c.Name] += " reach " + strings.Join(slices.Sorted(slices.Values(c.Reach)), ",")
+		}
+		if c.Serving != nil {
+			m[c.Name] += " serving " + strings.Join(slices.Sorted(slices.Values(c.Serving)), ",")
 		}
 	}
 	return m

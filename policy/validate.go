@@ -24,6 +24,11 @@ func (p *Policy) Validate() error {
 			return errorAt(Pos{File: p.Source}, "%v", err)
 		}
 	}
+	for _, name := range p.ServingFrom {
+		if err := checkSyscall(name); err != nil {
+			return errorAt(Pos{File: p.Source}, "serving-from: %v", err)
+		}
+	}
 	return p.validateCompartments()
 }
 
@@ -103,12 +108,33 @@ func (p *Policy) validateCompartments() error {
 				return errorAt(c.Pos, "compartment %q: %v", c.Name, err)
 			}
 		}
+		if err := p.checkServing(c); err != nil {
+			return err
+		}
 	}
 	for _, c := range p.Compartments {
 		for _, name := range c.Exec {
 			if _, ok := first[name]; !ok {
 				return errorAt(c.Pos, "compartment %q: exec names %q, which is no compartment", c.Name, name)
 			}
+		}
+	}
+	return nil
+}
+
+// checkServing accepts a compartment's serving calls where the policy
+// has phases, and only calls the compartment may make at all: serving
+// narrows what a compartment may do, never widens it.
+func (p *Policy) checkServing(c Compartment) error {
+	if c.Serving == nil {
+		return nil
+	}
+	if len(p.ServingFrom) == 0 {
+		return errorAt(c.Pos, "compartment %q: serving calls in a policy with no serving-from", c.Name)
+	}
+	for _, name := range c.Serving {
+		if !slices.Contains(c.Syscalls, name) {
+			return errorAt(c.Pos, "compartment %q: serving names %q, which its syscalls do not", c.Name, name)
 		}
 	}
 	return nil

@@ -76,6 +76,14 @@ func (b *tomlBuilder) header(p *Policy) {
 		slices.Sort(ops)
 		b.names("io_uring", slices.Compact(ops), nil)
 	}
+	if len(p.ServingFrom) > 0 {
+		b.names("serving-from", sortedSet(p.ServingFrom), nil)
+	}
+}
+
+// sortedSet is names sorted, each once.
+func sortedSet(names []string) []string {
+	return slices.Compact(slices.Sorted(slices.Values(names)))
 }
 
 func (b *tomlBuilder) rule(g ruleGroup) {
@@ -113,6 +121,9 @@ func (b *tomlBuilder) compartment(c Compartment, comments map[string]string) {
 		reach := slices.Clone(c.Reach)
 		slices.Sort(reach)
 		b.names("reach", slices.Compact(reach), nil)
+	}
+	if c.Serving != nil {
+		b.names("serving", sortedSet(c.Serving), nil)
 	}
 }
 
