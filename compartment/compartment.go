@@ -70,8 +70,13 @@ func (l Layout) Pinned(nr uint32) (uint64, bool) {
 type Spec struct {
 	// Union is the whole-process policy for x86_64: the hard boundary.
 	Union *policy.Table
-	// Allowed holds each compartment's syscalls.
+	// Allowed holds each compartment's syscalls: in a policy with
+	// phases, those it may make in either phase (its serving calls).
 	Allowed map[string]map[uint32]bool
+	// Starting holds, in a policy with phases, each compartment's calls
+	// it may make only before its process serves: the kernel sends them
+	// to the supervisor, which knows each process's phase.
+	Starting map[string]map[uint32]bool
 	// Reach holds, for the compartments whose reach the policy gives,
 	// every call their code can make (policy.Compartment.Reach), their
 	// allowed calls included.
@@ -89,15 +94,19 @@ var Supervise = policy.Action{Kind: policy.UserNotify}
 // (withSealing).
 func NewSpec(p *policy.Policy, l Layout) (*Spec, error) {
 	r := p.Resolve([]syscalls.Arch{syscalls.X86_64})
-	s := &Spec{Union: withSealing(r.Tables[0]), Allowed: map[string]map[uint32]bool{}, Reach: map[string]map[uint32]bool{},
-		Layout: l, BadArch: p.BadArch}
+	s := &Spec{Union: withSealing(r.Tables[0]), Allowed: map[string]map[uint32]bool{}, Starting: map[string]map[uint32]bool{},
+		Reach: map[string]map[uint32]bool{}, Layout: l, BadArch: p.BadArch}
 	for _, c := range p.Compartments {
-		s.Allowed[c.Name] = numbers(c.Syscalls, nil)
+		all := numbers(c.Syscalls, nil)
+		s.Allowed[c.Name] = numbers(p.ServingCalls(c), nil)
 		if c.Reach != nil {
-			s.Reach[c.Name] = numbers(c.Reach, s.Allowed[c.Name])
+			s.Reach[c.Name] = numbers(c.Reach, all)
 		}
 	}
 	s.allowMachinery()
+	for _, c := range p.Compartments {
+		s.Starting[c.Name] = starting(numbers(c.Syscalls, nil), s.Allowed[c.Name])
+	}
 	for _, name := range l.names() {
 		if s.Allowed[name] == nil {
 			return nil, fmt.Errorf("compartment: layout places %q, which the policy does not define", name)
@@ -127,6 +136,17 @@ func numbers(names []string, also map[uint32]bool) map[uint32]bool {
 		}
 	}
 	return set
+}
+
+// starting is all but serving: the calls allowed only before serving.
+func starting(all, serving map[uint32]bool) map[uint32]bool {
+	maps.DeleteFunc(all, func(nr uint32, _ bool) bool { return serving[nr] })
+	return all
+}
+
+// May says whether compartment name may make call nr in some phase.
+func (s *Spec) May(name string, nr uint32) bool {
+	return s.Allowed[name][nr] || s.Starting[name][nr]
 }
 
 // machinery are calls no compartment can be said to own. The kernel's
@@ -221,6 +241,25 @@ func (s *Spec) runtimeVerdict(nr uint32) policy.Action {
 	return Supervise
 }
 
+// ownVerdict decides call nr made from compartment name's own code (or,
+// in the window, from its slot, where only the call's own site counts):
+// allowed in every phase, allowed only while starting (the supervisor
+// knows the phase), or denied.
+func (s *Spec) ownVerdict(name string, nr uint32, ip uint64) policy.Action {
+	if !s.May(name, nr) {
+		return s.Union.Default
+	}
+	if s.Layout.inWindow(ip) {
+		if site, ok := s.Layout.Pinned(nr); !ok || (ip-s.Layout.Window)&(1<<s.Layout.SlotShift-1) != site {
+			return s.Union.Default
+		}
+	}
+	if !s.Allowed[name][nr] {
+		return Supervise
+	}
+	return policy.ActAllow
+}
+
 // names lists the compartments the layout places, sorted.
 func (l Layout) names() []string {
 	seen := map[string]bool{}
@@ -283,14 +322,8 @@ func (s *Spec) Verdict(arch, nr uint32, ip uint64, args [policy.MaxArgs]uint64) 
 		return s.runtimeVerdict(nr)
 	case supervise:
 		return Supervise
-	case !s.Allowed[name][nr]:
-		return s.Union.Default
-	case s.Layout.inWindow(ip):
-		if site, ok := s.Layout.Pinned(nr); !ok || (ip-s.Layout.Window)&(1<<s.Layout.SlotShift-1) != site {
-			return s.Union.Default
-		}
 	}
-	return policy.ActAllow
+	return s.ownVerdict(name, nr, ip)
 }
 
 // Coverage is how many compartments allow a syscall.
@@ -304,8 +337,9 @@ const (
 	All
 )
 
-// Coverage of nr. With no compartments at all, every syscall the union
-// allows counts as allowed by all.
+// Coverage of nr: All where every compartment may make it in every
+// phase, None where none may in any phase. With no compartments at all,
+// every syscall the union allows counts as allowed by all.
 func (s *Spec) Coverage(nr uint32) Coverage {
 	return s.coverage(nr, func(string) bool { return true })
 }
@@ -325,20 +359,18 @@ func (s *Spec) RuntimeCoverage(nr uint32) Coverage {
 
 // coverage of nr among the compartments counted says.
 func (s *Spec) coverage(nr uint32, counted func(string) bool) Coverage {
-	n, of := 0, 0
+	all, some := true, false
 	for name, set := range s.Allowed {
 		if !counted(name) {
 			continue
 		}
-		of++
-		if set[nr] {
-			n++
-		}
+		all = all && set[nr]
+		some = some || s.May(name, nr)
 	}
-	switch n {
-	case of:
+	switch {
+	case all:
 		return All
-	case 0:
+	case !some:
 		return None
 	}
 	return Some

@@ -153,3 +153,46 @@ func TestNewSpecRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestVerdictPhases: in a policy with phases, a compartment's calls it
+// may make only before serving go to the supervisor, which knows the
+// phase, from its own code and its own site; its serving calls stay in
+// the kernel; a call no compartment may make in any phase is denied by
+// number.
+func TestVerdictPhases(t *testing.T) {
+	p := twoLibs()
+	p.ServingFrom = []string{"epoll_wait"}
+	p.Compartments[0].Serving = []string{"write"}
+	s, err := NewSpec(p, layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	getpid, mkdir, write := uint32(39), uint32(83), uint32(1)
+	slot0 := layout.Window
+	getpidSite, _ := layout.Pinned(getpid)
+	for _, tc := range []struct {
+		name string
+		nr   uint32
+		ip   uint64
+		want policy.Action
+		cov  Coverage
+	}{
+		{"getpid, starting only, from its library's stub", getpid, slot0 + getpidSite, Supervise, Some},
+		{"getpid, starting only, elsewhere in its library's slot", getpid, slot0 + 0x10, policy.ActEPERM, Some},
+		{"getpid from the other library's own code", getpid, 0x5555_0000_1800, policy.ActEPERM, Some},
+		{"getpid from inside libc", getpid, 0x7ff0_0000_0100, Supervise, Some},
+		{"write, every compartment's in both phases", write, 0x1234_0000, policy.ActAllow, All},
+		{"mkdir, no compartment's in any phase", mkdir, slot0, policy.ActEPERM, None},
+	} {
+		if got := s.Verdict(syscalls.AuditArchX86_64, tc.nr, tc.ip, [6]uint64{}); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+		if got := s.Coverage(tc.nr); got != tc.cov {
+			t.Errorf("%s: coverage %d, want %d", tc.name, got, tc.cov)
+		}
+	}
+	if !s.May("libgetpid.so", getpid) || s.Allowed["libgetpid.so"][getpid] || !s.Starting["libgetpid.so"][getpid] {
+		t.Errorf("libgetpid.so's getpid: may %v, serving %v, starting %v; want starting only",
+			s.May("libgetpid.so", getpid), s.Allowed["libgetpid.so"][getpid], s.Starting["libgetpid.so"][getpid])
+	}
+}

@@ -81,19 +81,25 @@ func (c *compiler) ipNode(s *compartment.Spec, nr uint32, verdict func(policy.Ac
 		pinned = c.d.andEq(bpf.OffsetIPLow, 1<<l.SlotShift-1, uint32(site), allow, deny)
 	}
 	var ranges []ipRange
+	pinnedSup := deny
+	if site, ok := l.Pinned(nr); ok {
+		pinnedSup = c.d.andEq(bpf.OffsetIPLow, 1<<l.SlotShift-1, uint32(site), sup, deny)
+	}
+	own := func(name string, allowed, starting nodeID) nodeID {
+		switch {
+		case s.Allowed[name][nr]:
+			return allowed
+		case s.Starting[name][nr]:
+			return starting
+		}
+		return deny
+	}
 	for i, name := range l.Slots {
 		start := l.Window + uint64(i)<<l.SlotShift
-		to := deny
-		if s.Allowed[name][nr] {
-			to = pinned
-		}
-		ranges = append(ranges, ipRange{compartment.Range{Start: start, End: start + 1<<l.SlotShift}, to})
+		ranges = append(ranges, ipRange{compartment.Range{Start: start, End: start + 1<<l.SlotShift}, own(name, pinned, pinnedSup)})
 	}
 	for name, rs := range l.Text {
-		to := deny
-		if s.Allowed[name][nr] {
-			to = allow
-		}
+		to := own(name, allow, sup)
 		for _, r := range rs {
 			ranges = append(ranges, ipRange{r, to})
 		}

@@ -29,6 +29,15 @@ func randomSpec(t *testing.T, rng *rand.Rand) *compartment.Spec {
 		for k := rng.Intn(8); k > 0; k-- {
 			c.Syscalls = append(c.Syscalls, namePool[rng.Intn(len(namePool))])
 		}
+		// Half the compartments keep only some calls once serving.
+		if rng.Intn(2) == 0 {
+			c.Serving = []string{}
+			for _, name := range c.Syscalls {
+				if rng.Intn(2) == 0 {
+					c.Serving = append(c.Serving, name)
+				}
+			}
+		}
 		// Half the compartments say what their code can reach.
 		if rng.Intn(2) == 0 {
 			c.Reach = []string{}
@@ -43,6 +52,9 @@ func randomSpec(t *testing.T, rng *rand.Rand) *compartment.Spec {
 			l.Text[name] = append(l.Text[name], compartment.Range{Start: text, End: text + size})
 			text += size + uint64(rng.Intn(0x1000))
 		}
+	}
+	if rng.Intn(2) == 0 {
+		p.ServingFrom = []string{"epoll_wait"}
 	}
 	l.Runtime = []compartment.Range{{Start: 0x7ff0_0000_0000, End: 0x7ff0_0020_0000}, {Start: 0x7ff0_0030_0000, End: 0x7ff0_0031_0000}}
 	s, err := compartment.NewSpec(p, l)
