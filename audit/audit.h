@@ -74,6 +74,8 @@ struct config {
 	char **runtime;	/* sonames of the system runtime, NULL-terminated */
 	unsigned nruntime;
 	bool stub_nr[MAX_NR];	/* caller-dependent system calls */
+	bool serving_nr[MAX_NR];	/* calls that start serving (phase.c) */
+	bool phases;		/* some call does */
 	struct inherited inherited[MAX_INHERITED];
 	unsigned ninherited;
 };
@@ -113,6 +115,13 @@ void stubs_init(void);
 /* The offset of name's stub in the block, or -1 when it has none or its
    system call does not depend on the caller. */
 long stub_offset(const char *name);
+/* The system call wrapper name makes, -1 for none or syscall(). */
+long wrapper_nr(const char *name);
+
+/* phase.c: what a compartment's binding of name, which would go to
+   target, goes to: a trampoline that marks the process serving first
+   where name makes a call that starts serving. */
+uintptr_t phase_binding(const char *name, uintptr_t target);
 
 /* window.c */
 void window_reserve(void);
@@ -147,6 +156,7 @@ void inherit_check(const struct object *o);
 #define MARK_LOADED (MARK_FLAGS | 1)
 #define MARK_BOUND (MARK_FLAGS | 2)
 #define MARK_INSTALLED (MARK_FLAGS | 3)
+#define MARK_SERVING (MARK_FLAGS | 4)
 /* The slot of the compartment that bounds this executed image, whose
    objects then all bind to it, or -1 for none (cell/execs.go). */
 int inherit_bound(void);

@@ -8,6 +8,7 @@
  *	compartment SLOT nothing
  *	runtime SONAME
  *	stub NR
+ *	serving NR      (the first call of its wrappers starts serving, phase.c)
  *	end
  *
  * An image the program executes later finds the same lines in the
@@ -126,6 +127,12 @@ static bool config_line(const char *received)
 		if (nr >= MAX_NR)
 			die("bad line from the launcher: %s", received);
 		config.stub_nr[nr] = true;
+	} else if (strcmp(line, "serving") == 0 && args != NULL) {
+		unsigned long nr = number(args, 10, received);
+		if (nr >= MAX_NR)
+			die("bad line from the launcher: %s", received);
+		config.serving_nr[nr] = true;
+		config.phases = true;
 	} else if (strcmp(line, "text") == 0 && args != NULL) {
 		text(args, received);
 	} else {

@@ -85,10 +85,13 @@ EXPORT uintptr_t la_symbind64(Elf64_Sym *sym, unsigned ndx, uintptr_t *refcook, 
 	/* Lookups this library makes itself (dlsym) come from an object the
 	   loader does not audit, whose cookie is null. */
 	const struct object *ref = (const void *)*refcook, *def = (const void *)*defcook;
+	uintptr_t target = sym->st_value;
 	if (ref != NULL && def != NULL && def->wrappers && ref->slot >= 0) {
 		long offset = stub_offset(name);
 		if (offset >= 0)
-			return window_slot(ref->slot) + offset;
+			target = window_slot(ref->slot) + offset;
+		if (config.phases)
+			target = phase_binding(name, target);
 	}
-	return sym->st_value;
+	return target;
 }

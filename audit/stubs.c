@@ -74,6 +74,16 @@ void stubs_init(void)
 	qsort(wrappers, NWRAPPERS, sizeof *wrappers, by_name);
 }
 
+long wrapper_nr(const char *name)
+{
+	struct wrapper key = {.name = name};
+	const struct wrapper *w = bsearch(&key, wrappers, NWRAPPERS, sizeof *wrappers, by_name);
+	if (w == NULL)
+		return -1;
+	int nr = nr_of(w->stub);
+	return nr < 0 ? -1 : nr;
+}
+
 long stub_offset(const char *name)
 {
 	struct wrapper key = {.name = name};

@@ -127,18 +127,28 @@ func (s *supervisor) boundOf(p *process) string {
 // alike. s.mu is held. An orphan reparented before it made a supervised
 // call has lost its lineage (docs/THREAT-MODEL.md).
 func (s *supervisor) inheritedBound(tgid int) string {
+	if p, _ := s.nearestKnown(tgid); p != nil {
+		return p.bound
+	}
+	return ""
+}
+
+// nearestKnown is the nearest ancestor of process tgid the supervisor
+// knows, alive, and its child on the way to tgid; nil where none is.
+// s.mu is held.
+func (s *supervisor) nearestKnown(tgid int) (*process, int) {
 	pid := tgid
 	for range maxAncestors {
 		ppid, err := parentOf(pid)
 		if err != nil || ppid <= 1 {
-			return ""
+			return nil, 0
 		}
 		if p, ok := s.procs[ppid]; ok && !p.exited() {
-			return p.bound
+			return p, pid
 		}
 		pid = ppid
 	}
-	return ""
+	return nil, 0
 }
 
 // maxAncestors bounds the walk up a process's ancestors.
@@ -146,11 +156,6 @@ const maxAncestors = 16
 
 // parentOf reads the parent of process pid.
 func parentOf(pid int) (int, error) { return statusField(pid, "PPid") }
-
-// boundAllows says whether a bounded image may make call nr.
-func (s *supervisor) boundAllows(bound string, nr uint32) bool {
-	return s.spec.Allowed[bound][nr]
-}
 
 // grantsOf maps each compartment of p to the compartments it may start.
 func grantsOf(p *policy.Policy) map[string]map[string]bool {

@@ -61,7 +61,7 @@ var builds = sync.OnceValues(func() (string, error) {
 	if diag, err := cell.BuildLibrary("../audit", filepath.Join(dir, auditLib), "gcc"); err != nil || diag != "" {
 		return dir, fmt.Errorf("build the audit library: %v\n%s", err, diag)
 	}
-	for _, lib := range []string{"libgetpid", "libmk", "libplug", "libwrap"} {
+	for _, lib := range []string{"libgetpid", "libmk", "libplug", "libwrap", "libserve"} {
 		if err := gcc("-shared", "-fPIC", "-o", filepath.Join(dir, lib+".so"), "testdata/"+lib+".c"); err != nil {
 			return dir, err
 		}
@@ -87,6 +87,9 @@ var builds = sync.OnceValues(func() (string, error) {
 		return dir, err
 	}
 	if err := gcc("-no-pie", "-o", filepath.Join(dir, "nopie", "other"), "testdata/other.c"); err != nil {
+		return dir, err
+	}
+	if err := gcc("-o", filepath.Join(dir, "server"), "testdata/server.c", "-L"+dir, "-lserve", "-Wl,-rpath,"+dir); err != nil {
 		return dir, err
 	}
 	return dir, gcc("-o", filepath.Join(dir, progName), "testdata/prog.c",

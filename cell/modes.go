@@ -100,6 +100,9 @@ func (s *supervisor) filterOwner(n *notify.Notification, w *worker) owner {
 // logDenial keeps the first denied call and logs each; s.mu is held.
 func (s *supervisor) logDenial(n *notify.Notification, owner string, act policy.Action) {
 	d := enforce.NewDenial(n, owner, act)
+	if t, ok := s.threads[n.Pid]; ok && t.proc.servingSince != 0 {
+		d.Serving = true
+	}
 	if s.mode == enforce.Audit {
 		d.Action = "audit"
 	}

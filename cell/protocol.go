@@ -94,6 +94,9 @@ type config struct {
 	// stubs are the system calls whose verdict depends on the caller:
 	// only their wrappers get stubs.
 	stubs []uint32
+	// serving are the calls that start a process's serving phase
+	// (phases.go): the library marks the first call of their wrappers.
+	serving []uint32
 }
 
 func (c *channel) sendConfig(cfg config) error {
@@ -112,6 +115,9 @@ func (cfg config) text() string {
 	}
 	for _, nr := range cfg.stubs {
 		fmt.Fprintf(&b, "stub %d\n", nr)
+	}
+	for _, nr := range cfg.serving {
+		fmt.Fprintf(&b, "serving %d\n", nr)
 	}
 	b.WriteString("end\n")
 	return b.String()

@@ -216,7 +216,7 @@ func newConfig(p *policy.Policy, ids *identities) (config, error) {
 	if err != nil {
 		return config{}, err
 	}
-	return config{ids: ids, runtime: runtimeNames(), stubs: stubs}, nil
+	return config{ids: ids, runtime: runtimeNames(), stubs: stubs, serving: servingNumbers(p)}, nil
 }
 
 // callerDependent lists the system calls whose verdict depends on the
@@ -332,7 +332,7 @@ func handshake(ch *channel, p *policy.Policy, cfg config, opt Options, lib strin
 	}
 	sup := newSupervisor(l, spec, opt, lib, ids, win, start.Epoch)
 	sup.inherit, sup.execs, sup.sealed, sup.ringOps = start.Inherit, grantsOf(p), start.Unsealed == 0, ringOps(p)
-	sup.denyProcMem = opt.DenyProcMem
+	sup.denyProcMem, sup.phased = opt.DenyProcMem, phased(p)
 	sup.counter, sup.counterErr = counter, counterErr
 	sup.snapshots = opt.CallersIn != CallersInProc
 	sup.snaps.Store(snaps)

@@ -43,7 +43,8 @@ func isMark(n *notify.Notification) bool {
 // first image has installed its filter (and waits for the answer, as its
 // helper hands the listener over, install.c); or, asked by the audit
 // library of an image an exec started, the slot of the compartment that
-// bounds the image (execs.go), plus one, 0 for none. Both a loaded and a
+// bounds the image (execs.go), plus one, 0 for none; or a process's
+// first serving call (phases.go). Both a loaded and a
 // filtered image's loader has still to unmap its cache.
 func (s *supervisor) answerMark(n *notify.Notification) error {
 	t, err := s.thread(n.Pid)
@@ -57,6 +58,8 @@ func (s *supervisor) answerMark(n *notify.Notification) error {
 		case markBound:
 			s.loading(t.proc)
 			val = int64(s.ids.slot(s.boundOf(t.proc)) + 1)
+		case markServing:
+			s.startServing(t.proc)
 		}
 	}
 	return ignoreGone(s.l.Respond(notify.Response{ID: n.ID, Val: val}))

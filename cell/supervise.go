@@ -54,6 +54,8 @@ type supervisor struct {
 	ringOps []iouring.Op
 	// denyProcMem refuses opens of /proc/PID/mem for writing (procmem.go).
 	denyProcMem bool
+	// phased says that processes narrow once they serve (phases.go).
+	phased bool
 
 	mu      sync.Mutex
 	threads map[int]*thread
@@ -328,9 +330,9 @@ func (s *supervisor) allows(o owner, nr uint32) bool {
 		return true
 	}
 	if b := s.boundOf(o.proc); b != "" && !o.runtime {
-		return s.boundAllows(b, nr)
+		return s.mayMake(o.proc, b, nr)
 	}
-	return s.spec.Allowed[o.compartment][nr]
+	return s.mayMake(o.proc, o.compartment, nr)
 }
 
 // exempt says whether a call the policy stops runs all the same: the

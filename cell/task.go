@@ -48,6 +48,9 @@ type process struct {
 	// started is when the process started, once a snapshot told
 	// (snapshots.go), under the supervisor's mu.
 	started uint64
+	// servingSince is the boot time from which the process serves, 0
+	// while it starts (phases.go), under the supervisor's mu.
+	servingSince uint64
 }
 
 // epoch is the content of the audit library's epoch page
@@ -277,6 +280,9 @@ func (s *supervisor) process(tgid int) (*process, error) {
 		return nil, err
 	}
 	p := &process{tgid: tgid, pidfd: pidfd, bound: s.inheritedBound(tgid)}
+	if s.phased {
+		p.servingSince = s.inheritedServing(tgid)
+	}
 	s.procs[tgid] = p
 	s.watch(tgid)
 	return p, nil

@@ -19,3 +19,22 @@ func TestParseEntry(t *testing.T) {
 		}
 	}
 }
+
+func TestParseBorn(t *testing.T) {
+	const fields = "S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 4242 20 21\n"
+	for _, tc := range []struct {
+		line string
+		want uint64
+		ok   bool
+	}{
+		{"77 (redis-server) " + fields, 4242 * 1e7, true},
+		{"77 (a) b) (c) " + fields, 4242 * 1e7, true},
+		{"77 (short) S 1 2 3\n", 0, false},
+		{"77 (x) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 zz\n", 0, false},
+	} {
+		got, err := parseBorn(tc.line)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("parseBorn(%q) = %d, %v; want %d, ok %v", tc.line, got, err, tc.want, tc.ok)
+		}
+	}
+}

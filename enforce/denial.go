@@ -26,6 +26,9 @@ type Denial struct {
 	IP uint64 `json:"ip"`
 	// Compartment is who made the call, for a policy with compartments.
 	Compartment string `json:"compartment,omitempty"`
+	// Serving says the calling process served (policy phases): the
+	// compartment may make the call only while its process starts.
+	Serving bool `json:"serving,omitempty"`
 	// Action is what was done with the call: the policy's, or "audit"
 	// where audit mode let it run.
 	Action string `json:"action"`
@@ -53,6 +56,9 @@ func (d *Denial) String() string {
 	}
 	if d.Compartment != "" {
 		s += " by " + d.Compartment
+	}
+	if d.Serving {
+		s += " while serving"
 	}
 	return fmt.Sprintf("%s at %#x (%s)", s, d.IP, d.Action)
 }
