@@ -2,7 +2,7 @@ package privilege
 
 import "slices"
 
-// Diff compares the scores of two files under one ranking.
+// Diff compares the scores of two files under one ranking, in each phase.
 type Diff struct {
 	Old, New Score
 	// Compartments are the old file's, in its order, each with its
@@ -12,6 +12,10 @@ type Diff struct {
 	Union Change
 }
 
+// Phased says whether either file has phases; without, each serving
+// phase is its file's one phase.
+func (d Diff) Phased() bool { return d.Old.Phased || d.New.Phased }
+
 // Change is how one compartment differs between two files.
 type Change struct {
 	// Old and New are the compartment in each file; one of them is nil
@@ -20,6 +24,9 @@ type Change struct {
 	// Added lists the syscalls New has and Old lacks, Removed the
 	// reverse.
 	Added, Removed []string
+	// ServingAdded and ServingRemoved are the same for the serving
+	// sets.
+	ServingAdded, ServingRemoved []string
 }
 
 // Compare matches the compartments of old and new (see matches) and says
@@ -66,10 +73,12 @@ func (c Compartment) identity() string {
 
 func change(old, new *Scored) Change {
 	return Change{
-		Old:     old,
-		New:     new,
-		Added:   minus(syscallsOf(new), syscallsOf(old)),
-		Removed: minus(syscallsOf(old), syscallsOf(new)),
+		Old:            old,
+		New:            new,
+		Added:          minus(syscallsOf(new), syscallsOf(old)),
+		Removed:        minus(syscallsOf(old), syscallsOf(new)),
+		ServingAdded:   minus(servingOf(new), servingOf(old)),
+		ServingRemoved: minus(servingOf(old), servingOf(new)),
 	}
 }
 
@@ -85,6 +94,9 @@ func (c Change) Name() string {
 // none there.
 func (c Change) Delta() int { return privilegeOf(c.New) - privilegeOf(c.Old) }
 
+// ServingDelta is the change in serving privilege.
+func (c Change) ServingDelta() int { return servingPrivilegeOf(c.New) - servingPrivilegeOf(c.Old) }
+
 func syscallsOf(s *Scored) []string {
 	if s == nil {
 		return nil
@@ -92,11 +104,25 @@ func syscallsOf(s *Scored) []string {
 	return s.Syscalls
 }
 
+func servingOf(s *Scored) []string {
+	if s == nil {
+		return nil
+	}
+	return s.Serving
+}
+
 func privilegeOf(s *Scored) int {
 	if s == nil {
 		return 0
 	}
 	return s.Privilege
+}
+
+func servingPrivilegeOf(s *Scored) int {
+	if s == nil {
+		return 0
+	}
+	return s.ServingPrivilege
 }
 
 // minus lists the names of a that b lacks; both are sorted sets.

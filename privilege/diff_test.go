@@ -55,6 +55,24 @@ func renderDiff(d Diff) string {
 	fmt.Fprintf(&b, "P_A: %d -> %d (%+d)\n", d.Old.App(), d.New.App(), d.New.App()-d.Old.App())
 	fmt.Fprintf(&b, "P_seccomp: %d -> %d (%+d)\n", d.Old.Seccomp(), d.New.Seccomp(), d.New.Seccomp()-d.Old.Seccomp())
 	fmt.Fprintf(&b, "reduction: %.2f%% -> %.2f%%\n", d.Old.Reduction(), d.New.Reduction())
+	if !d.Phased() {
+		return b.String()
+	}
+	for _, c := range append(d.Compartments, d.Union) {
+		fmt.Fprintf(&b, "%s serving: %s -> %s (%+d)", c.Name(), servingText(c.Old), servingText(c.New), c.ServingDelta())
+		for _, name := range c.ServingAdded {
+			b.WriteString(" +" + name)
+		}
+		for _, name := range c.ServingRemoved {
+			b.WriteString(" -" + name)
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "P_A serving: %d -> %d (%+d)\n", d.Old.AppServing(), d.New.AppServing(), d.New.AppServing()-d.Old.AppServing())
+	fmt.Fprintf(&b, "P_seccomp serving: %d -> %d (%+d)\n", d.Old.SeccompServing(), d.New.SeccompServing(),
+		d.New.SeccompServing()-d.Old.SeccompServing())
+	fmt.Fprintf(&b, "serving reduction: %.2f%% -> %.2f%%\n", d.Old.ServingReduction(), d.New.ServingReduction())
+	fmt.Fprintf(&b, "phased reduction: %.2f%% -> %.2f%%\n", d.Old.PhasedReduction(), d.New.PhasedReduction())
 	return b.String()
 }
 
@@ -63,6 +81,13 @@ func privilegeText(s *Scored) string {
 		return "-"
 	}
 	return fmt.Sprint(s.Privilege)
+}
+
+func servingText(s *Scored) string {
+	if s == nil {
+		return "-"
+	}
+	return fmt.Sprint(s.ServingPrivilege)
 }
 
 // TestMatches checks the matching rule on its own: build-ids decide when

@@ -80,10 +80,32 @@ func TestScoreVectors(t *testing.T) {
 		}
 		a := parse(t, v.inputs[0])
 		for rname, want := range v.wants {
-			if got := renderScore(a, a.Score(loadRanking(t, rname))); got != want {
+			s := a.Score(loadRanking(t, rname))
+			if got := renderScore(a, s); got != want {
 				t.Errorf("%s, %s:\ngot:\n%swant:\n%s", name, rname, got, want)
 			}
+			if !s.Phased {
+				checkOnePhase(t, name+", "+rname, s)
+			}
 		}
+	}
+}
+
+// checkOnePhase checks that without phases the serving phase is the one
+// phase: every serving figure equals its one-phase twin.
+func checkOnePhase(t *testing.T, name string, s Score) {
+	t.Helper()
+	for _, c := range append(s.Compartments, s.Union) {
+		if c.ServingPrivilege != c.Privilege || !slices.Equal(c.Serving, c.Syscalls) {
+			t.Errorf("%s: %s serves with %v (%d), want its syscalls %v (%d)",
+				name, c.Name, c.Serving, c.ServingPrivilege, c.Syscalls, c.Privilege)
+		}
+	}
+	if s.AppServing() != s.App() || s.SeccompServing() != s.Seccomp() ||
+		s.ServingReduction() != s.Reduction() || s.PhasedReduction() != s.Reduction() {
+		t.Errorf("%s: serving P_A %d, P_seccomp %d, reductions %v and %v, want %d, %d and %v",
+			name, s.AppServing(), s.SeccompServing(), s.ServingReduction(), s.PhasedReduction(),
+			s.App(), s.Seccomp(), s.Reduction())
 	}
 }
 
@@ -101,6 +123,16 @@ func renderScore(a *Allowlists, s Score) string {
 	fmt.Fprintf(&b, "%s: %d\n", s.Union.Name, s.Seccomp())
 	fmt.Fprintf(&b, "P_A: %d (%s)\n", s.App(), s.Compartments[s.Most].Name)
 	fmt.Fprintf(&b, "reduction: %.2f%%\n", s.Reduction())
+	if !s.Phased {
+		return b.String()
+	}
+	fmt.Fprintf(&b, "serving from: %s\n", strings.Join(a.ServingFrom, " "))
+	for _, c := range append(s.Compartments, s.Union) {
+		fmt.Fprintf(&b, "%s serving: %d {%s}\n", c.Name, c.ServingPrivilege, strings.Join(c.Serving, " "))
+	}
+	fmt.Fprintf(&b, "P_A serving: %d (%s)\n", s.AppServing(), s.Compartments[s.MostServing].Name)
+	fmt.Fprintf(&b, "serving reduction: %.2f%%\n", s.ServingReduction())
+	fmt.Fprintf(&b, "phased reduction: %.2f%%\n", s.PhasedReduction())
 	return b.String()
 }
 

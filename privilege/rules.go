@@ -13,11 +13,14 @@ const WholeProcessName = "whole process"
 // its rules may let run outside them, which only the union counts. A
 // policy without compartments (every OCI profile among them) is one
 // compartment: the syscalls its rules may let run. Its reduction is 0.
+// With phases, each compartment's serving set is what it keeps once
+// serving; the rules are not narrowed, so the whole-process compartment
+// keeps all of its calls.
 func fromPolicy(p *policy.Policy, f Format) *Allowlists {
-	a := &Allowlists{Source: p.Source, Format: f}
+	a := &Allowlists{Source: p.Source, Format: f, ServingFrom: set(p.ServingFrom)}
 	for _, c := range p.Compartments {
 		a.Compartments = append(a.Compartments, newCompartment(Compartment{
-			Name: c.Name, Path: c.Path, BuildID: c.BuildID, Syscalls: c.Syscalls,
+			Name: c.Name, Path: c.Path, BuildID: c.BuildID, Syscalls: c.Syscalls, Serving: p.ServingCalls(c),
 		}))
 	}
 	if len(a.Compartments) == 0 {

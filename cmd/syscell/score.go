@@ -43,7 +43,19 @@ whitelist ([files] mapping libraries to x86_64 syscall numbers) or syso's
 JSON counts ({"/path": {"nr": count}}). Every key of addrfilter's and syso's
 files is a compartment, FAILED included, as syso scored them. A policy
 without compartments, an OCI profile among them, is one whole-process
-compartment holding the calls its rules may let run; its reduction is 0 %.`,
+compartment holding the calls its rules may let run; its reduction is 0 %.
+
+A syscell policy with phases (serving-from) is scored in both: all of a
+compartment's calls, the bound of its initialisation phase, and its serving
+calls (all of them where it lists none), each with its own privilege and
+reduction. The union's serving set is the union of the compartments' serving
+sets: what one whole-process filter narrowed at the same point must allow
+(the rules, the loader's start-up, are not in it). P_A serving is the
+serving privilege of the compartment most privileged while serving; the
+serving reduction is (P_seccomp - P_A serving) / P_seccomp, against the
+filter of the union that a process without phases keeps for its whole run,
+and the phased reduction (P_seccomp serving - P_A serving) /
+P_seccomp serving, against the whole-process filter narrowed by phase.`,
 		Example: `  syscell score policy.toml
   syscell score syso.json --ranking younis2014 --svg privilege.svg
   syscell score whitelist.toml --json`,
@@ -117,16 +129,22 @@ func (f *policyFlags) loadAllowlists(cmd *cobra.Command, path string) (*privileg
 	return a, nil
 }
 
-// describeFile names a file and its format for the head of a report.
+// describeFile names a file, its format and its phases for the head of a
+// report.
 func describeFile(a *privilege.Allowlists) string {
+	format := a.Format.String()
 	if a.WholeProcess {
-		return fmt.Sprintf("%s (%s, no compartments: the whole process is one)", a.Source, a.Format)
+		format += ", no compartments: the whole process is one"
 	}
-	return fmt.Sprintf("%s (%s)", a.Source, a.Format)
+	if a.Phased() {
+		format += ", serving from " + strings.Join(a.ServingFrom, ", ")
+	}
+	return fmt.Sprintf("%s (%s)", a.Source, format)
 }
 
 // writeScore writes a table of the compartments and the union, then the
-// application's figures.
+// application's figures; with phases, the table has the serving phase's
+// columns too, and the serving phase's figures follow.
 func writeScore(w io.Writer, a *privilege.Allowlists, s privilege.Score, rankingName string) {
 	fmt.Fprintf(w, "%s, ranking %s\n\n", describeFile(a), rankingName)
 	rows := append(append([]privilege.Scored{}, s.Compartments...), s.Union)
@@ -134,14 +152,35 @@ func writeScore(w io.Writer, a *privilege.Allowlists, s privilege.Score, ranking
 	for _, c := range rows {
 		width = max(width, len(c.Name))
 	}
-	fmt.Fprintf(w, "%-*s  %8s  %9s  %9s\n", width, "compartment", "syscalls", "privilege", "reduction")
+	const columns = "%8s  %9s  %9s"
+	if s.Phased {
+		fmt.Fprintf(w, "%-*s  %-30s  %s\n", width, "", "initialisation (all calls)", "serving")
+		fmt.Fprintf(w, "%-*s  "+columns+"  "+columns+"\n", width, "compartment",
+			"syscalls", "privilege", "reduction", "syscalls", "privilege", "reduction")
+	} else {
+		fmt.Fprintf(w, "%-*s  "+columns+"\n", width, "compartment", "syscalls", "privilege", "reduction")
+	}
 	for _, c := range rows {
-		fmt.Fprintf(w, "%-*s  %8d  %9d  %8.2f%%\n", width, c.Name, len(c.Syscalls), c.Privilege,
+		fmt.Fprintf(w, "%-*s  %8d  %9d  %8.2f%%", width, c.Name, len(c.Syscalls), c.Privilege,
 			privilege.Reduction(s.Seccomp(), c.Privilege))
+		if s.Phased {
+			fmt.Fprintf(w, "  %8d  %9d  %8.2f%%", len(c.Serving), c.ServingPrivilege,
+				privilege.Reduction(s.Seccomp(), c.ServingPrivilege))
+		}
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "\nP_A        %d  (%s)\n", s.App(), s.Compartments[s.Most].Name)
 	fmt.Fprintf(w, "P_seccomp  %d\n", s.Seccomp())
 	fmt.Fprintf(w, "reduction  %.2f%%  (P_seccomp - P_A) / P_seccomp\n", s.Reduction())
+	if !s.Phased {
+		return
+	}
+	fmt.Fprintf(w, "\nP_A serving        %d  (%s)\n", s.AppServing(), s.Compartments[s.MostServing].Name)
+	fmt.Fprintf(w, "P_seccomp serving  %d  (the union's serving set: a whole-process filter narrowed by phase)\n",
+		s.SeccompServing())
+	fmt.Fprintf(w, "serving reduction  %.2f%%  (P_seccomp - P_A serving) / P_seccomp\n", s.ServingReduction())
+	fmt.Fprintf(w, "phased reduction   %.2f%%  (P_seccomp serving - P_A serving) / P_seccomp serving\n",
+		s.PhasedReduction())
 }
 
 // scoreJSON is a score for machines.
@@ -150,12 +189,15 @@ type scoreJSON struct {
 	Format         string            `json:"format"`
 	WholeProcess   bool              `json:"whole_process"`
 	Ranking        string            `json:"ranking"`
+	ServingFrom    []string          `json:"serving_from,omitempty"`
 	Compartments   []compartmentJSON `json:"compartments"`
 	Union          compartmentJSON   `json:"union"`
 	App            int               `json:"application_privilege"`
 	MostPrivileged string            `json:"most_privileged"`
 	Seccomp        int               `json:"seccomp_privilege"`
 	Reduction      float64           `json:"reduction_percent"`
+	// Serving is the serving phase's figures, in a file with phases.
+	Serving *servingScoreJSON `json:"serving,omitempty"`
 }
 
 type compartmentJSON struct {
@@ -165,6 +207,24 @@ type compartmentJSON struct {
 	Syscalls  []string `json:"syscalls"`
 	Privilege int      `json:"privilege"`
 	Reduction float64  `json:"reduction_percent"`
+	// Serving is the compartment's serving phase, in a file with
+	// phases; its reduction is against P_seccomp, as Reduction is.
+	Serving *phaseJSON `json:"serving,omitempty"`
+}
+
+type phaseJSON struct {
+	Syscalls  []string `json:"syscalls"`
+	Privilege int      `json:"privilege"`
+	Reduction float64  `json:"reduction_percent"`
+}
+
+// servingScoreJSON is the application's figures in the serving phase.
+type servingScoreJSON struct {
+	App             int     `json:"application_privilege"`
+	MostPrivileged  string  `json:"most_privileged"`
+	Seccomp         int     `json:"seccomp_privilege"`
+	Reduction       float64 `json:"reduction_percent"`
+	PhasedReduction float64 `json:"phased_reduction_percent"`
 }
 
 func writeScoreJSON(w io.Writer, a *privilege.Allowlists, s privilege.Score, rankingName string) error {
@@ -173,6 +233,7 @@ func writeScoreJSON(w io.Writer, a *privilege.Allowlists, s privilege.Score, ran
 		Format:         a.Format.String(),
 		WholeProcess:   a.WholeProcess,
 		Ranking:        rankingName,
+		ServingFrom:    a.ServingFrom,
 		Union:          compartmentOf(s.Union, s),
 		App:            s.App(),
 		MostPrivileged: s.Compartments[s.Most].Name,
@@ -182,11 +243,20 @@ func writeScoreJSON(w io.Writer, a *privilege.Allowlists, s privilege.Score, ran
 	for _, c := range s.Compartments {
 		out.Compartments = append(out.Compartments, compartmentOf(c, s))
 	}
+	if s.Phased {
+		out.Serving = &servingScoreJSON{
+			App:             s.AppServing(),
+			MostPrivileged:  s.Compartments[s.MostServing].Name,
+			Seccomp:         s.SeccompServing(),
+			Reduction:       s.ServingReduction(),
+			PhasedReduction: s.PhasedReduction(),
+		}
+	}
 	return writeJSON(w, out)
 }
 
 func compartmentOf(c privilege.Scored, s privilege.Score) compartmentJSON {
-	return compartmentJSON{
+	out := compartmentJSON{
 		Name:      c.Name,
 		Path:      c.Path,
 		BuildID:   c.BuildID,
@@ -194,6 +264,14 @@ func compartmentOf(c privilege.Scored, s privilege.Score) compartmentJSON {
 		Privilege: c.Privilege,
 		Reduction: privilege.Reduction(s.Seccomp(), c.Privilege),
 	}
+	if s.Phased {
+		out.Serving = &phaseJSON{
+			Syscalls:  append([]string{}, c.Serving...),
+			Privilege: c.ServingPrivilege,
+			Reduction: privilege.Reduction(s.Seccomp(), c.ServingPrivilege),
+		}
+	}
+	return out
 }
 
 func writeJSON(w io.Writer, v any) error {
