@@ -46,6 +46,10 @@ var specs = map[Mechanism]spec{
 		description: "same allowlist, getpid's rule reads the instruction pointer (filter runs every call)",
 		filter:      &program{getpid: unix.SECCOMP_RET_ALLOW, readIP: true},
 	},
+	SeccompStacked: {
+		description: "two such filters stacked (a second filter at a phase's start): both run every call",
+		filter:      &program{getpid: unix.SECCOMP_RET_ALLOW, readIP: true, stacked: 2},
+	},
 	UserNotif: {
 		description: "seccomp SECCOMP_RET_USER_NOTIF, a supervisor answers CONTINUE",
 		filter:      &program{getpid: unix.SECCOMP_RET_USER_NOTIF},

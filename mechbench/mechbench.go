@@ -57,6 +57,10 @@ const (
 	// the instruction pointer, as a per-library compartment does, so that
 	// the filter runs on every call.
 	SeccompUncached Mechanism = "seccomp-uncached"
+	// SeccompStacked is two such filters stacked, as a second filter
+	// installed when a server starts serving would be (policy phases):
+	// the kernel runs both on every call.
+	SeccompStacked Mechanism = "seccomp-stacked"
 	// UserNotif routes getpid to a supervisor in the parent with
 	// SECCOMP_RET_USER_NOTIF; the supervisor lets every call continue.
 	UserNotif Mechanism = "user-notif"
@@ -83,7 +87,7 @@ const (
 
 // Mechanisms returns every mechanism, in the order of the report.
 func Mechanisms() []Mechanism {
-	return []Mechanism{None, Seccomp, SeccompUncached, UserNotif, Supervised, SupervisedProc, Ptrace, SeccompTrace, EBPF}
+	return []Mechanism{None, Seccomp, SeccompUncached, SeccompStacked, UserNotif, Supervised, SupervisedProc, Ptrace, SeccompTrace, EBPF}
 }
 
 // Description says in a few words what m does, for legends.

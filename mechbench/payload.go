@@ -124,6 +124,16 @@ func (p *program) install() (int, error) {
 	if p == nil {
 		return -1, nil
 	}
+	// The copies below the top one let the next be installed.
+	below, err := p.instructions(unix.SYS_PRCTL, unix.SYS_SECCOMP)
+	if err != nil {
+		return -1, err
+	}
+	for range p.stacked - 1 {
+		if _, err := filter.Install(below, p.flags()); err != nil {
+			return -1, err
+		}
+	}
 	prog, err := p.instructions()
 	if err != nil {
 		return -1, err

@@ -18,6 +18,9 @@ type program struct {
 	// readIP makes getpid's rule read the instruction pointer, which takes
 	// the verdict out of the kernel's action cache.
 	readIP bool
+	// stacked is how many copies are installed, one above the other;
+	// 0 counts as one.
+	stacked int
 }
 
 // allowlist is what the payload's thread may call once filtered: its own
@@ -42,15 +45,15 @@ const (
 )
 
 // instructions assembles the program: the architecture check, one jeq per
-// call of the allowlist in increasing order, as a linear compiler lays
-// them out, and getpid's rule.
-func (p program) instructions() ([]bpf.Instruction, error) {
+// call of the allowlist (and of also) in increasing order, as a linear
+// compiler lays them out, and getpid's rule.
+func (p program) instructions(also ...uintptr) ([]bpf.Instruction, error) {
 	var b bpf.Builder
 	allow, deny, kill, getpid := b.NewLabel("allow"), b.NewLabel("deny"), b.NewLabel("kill"), b.NewLabel("getpid")
 	b.Add(bpf.LoadAbs(bpf.OffsetArch))
 	b.JumpIf(bpf.JmpJeq, unix.AUDIT_ARCH_X86_64, bpf.Next, kill)
 	b.Add(bpf.LoadAbs(bpf.OffsetNr))
-	for _, nr := range slices.Sorted(slices.Values(allowlist)) {
+	for _, nr := range slices.Sorted(slices.Values(slices.Concat(allowlist, also))) {
 		to := allow
 		if nr == unix.SYS_GETPID {
 			to = getpid

@@ -35,6 +35,7 @@ func TestPrograms(t *testing.T) {
 		{SeccompUncached, x86_64, unix.SYS_GETPID, user, allow, false},
 		{SeccompUncached, x86_64, unix.SYS_GETPID, kernel, denied, false},
 		{SeccompUncached, x86_64, unix.SYS_WRITE, user, allow, true},
+		{SeccompStacked, x86_64, unix.SYS_GETPID, user, allow, false},
 		{UserNotif, x86_64, unix.SYS_GETPID, user, unix.SECCOMP_RET_USER_NOTIF, false},
 		{UserNotif, x86_64, unix.SYS_SENDMSG, user, allow, true},
 		{SeccompTrace, x86_64, unix.SYS_GETPID, user, unix.SECCOMP_RET_TRACE, false},
