@@ -39,7 +39,7 @@ func TestPhases(t *testing.T) {
 		got[name] = result
 	}
 	for name, want := range map[string]string{
-		"start": "0", "serving": "EPERM", "born-serving": "EPERM",
+		"start": "0", "serving": "EPERM", "serving-syscall": "EPERM", "born-serving": "EPERM",
 		"worker-starting": "0", "worker-serving": "EPERM",
 	} {
 		if got[name] != want {

@@ -2,7 +2,8 @@
 // libserve.so while starting, forks a worker that waits, then serves
 // (its first epoll_wait) and tries DIR/serving; a worker forked once it
 // serves tries DIR/born-serving; the first worker, released, tries
-// DIR/worker-starting, serves, and tries DIR/worker-serving. Each try
+// DIR/worker-starting, serves, and tries DIR/worker-serving. Once serving,
+// it also tries DIR/serving-syscall through syscall(). Each try
 // prints "NAME RESULT", the result 0 or an errno name.
 #define _GNU_SOURCE
 #include <errno.h>
@@ -14,16 +15,22 @@
 #include <unistd.h>
 
 int lib_create(const char *path);
+int lib_create_raw(const char *path);
 
 static const char *dir;
 
-static void try(const char *name)
+static void try_with(const char *name, int (*create)(const char *))
 {
 	char path[4096];
 	snprintf(path, sizeof path, "%s/%s", dir, name);
-	int r = lib_create(path);
+	int r = create(path);
 	printf("%s %s\n", name, r == 0 ? "0" : strerrorname_np(errno));
 	fflush(stdout);
+}
+
+static void try(const char *name)
+{
+	try_with(name, lib_create);
 }
 
 // serve makes the first call of a serving loop: an epoll_wait that finds
@@ -61,6 +68,7 @@ int main(int argc, char **argv)
 	}
 	serve();
 	try("serving");
+	try_with("serving-syscall", lib_create_raw);
 	// A clock tick past the mark, which /proc's start times count in.
 	nanosleep(&(struct timespec){.tv_nsec = 30 * 1000 * 1000}, NULL);
 	pid_t born = fork();
