@@ -14,7 +14,7 @@ import (
 // recordings with phases merge only with recordings serving from the same
 // calls. The result does not depend on the order of recs.
 func Merge(recs ...*Recording) (*Recording, error) {
-	if err := samePhases(recs); err != nil {
+	if err := CheckPhases(recs...); err != nil {
 		return nil, err
 	}
 	out := &Recording{Unknown: map[uint32]uint64{}, StartUp: map[string]uint64{}}

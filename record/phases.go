@@ -60,9 +60,10 @@ func (r *Recording) DropPhases() {
 	}
 }
 
-// samePhases accepts recordings to merge that have phases alike: all
-// without, or all serving from the same calls.
-func samePhases(recs []*Recording) error {
+// CheckPhases accepts recordings to merge (Merge) that have phases
+// alike: all without, or all serving from the same calls. The error
+// names two that differ by their Source.
+func CheckPhases(recs ...*Recording) error {
 	for _, rec := range recs[min(1, len(recs)):] {
 		first := recs[0]
 		switch {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -117,7 +118,7 @@ plus the signal that killed it, once the policy is written.`,
 	fs.SetInterspersed(false)
 	fs.StringVarP(&c.output, "output", "o", "", "write the policy to `FILE` (default: standard output)")
 	fs.StringArrayVar(&c.merge, "merge", nil, "add an earlier recording from `FILE` (repeatable)")
-	fs.StringVar(&c.format, "format", "toml", "toml (a syscell policy) or syso-json")
+	fs.StringVar(&c.format, "format", "toml", "toml (a syscell policy) or syso-json (which has no phases)")
 	fs.BoolVar(&c.allowLossy, "allow-lossy", false, "write the policy even if calls were lost or could not be attributed")
 	fs.IntVar(&c.stackBytes, "stack-bytes", trace.DefaultStackBytes, fmt.Sprintf("`BYTES` of stack to copy for an unwind, %d to %d", trace.MinStackBytes, trace.MaxStackBytes))
 	fs.BoolVarP(&c.quiet, "quiet", "q", false, "no progress lines")
@@ -148,7 +149,7 @@ func (c *recordCmd) run(cmd *cobra.Command, args []string) error {
 	case len(args) == 0 && len(earlier) > 0:
 		rec, err := record.Merge(earlier...)
 		if err != nil {
-			return err
+			return inputErrorf("%v", err)
 		}
 		return c.write(cmd, rec)
 	case len(args) == 0:
@@ -158,11 +159,15 @@ func (c *recordCmd) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return inputErrorf("%s: %w", args[0], errors.Unwrap(err))
 	}
+	source := "the run of " + args[0]
+	if err := c.checkMerges(cmd, source, earlier); err != nil {
+		return err
+	}
 	rec, state, err := c.record(cmd, path, args)
 	if err != nil {
 		return err
 	}
-	rec.Source = "the run of " + args[0]
+	rec.Source = source
 	fmt.Fprint(cmd.ErrOrStderr(), "syscell: "+rec.Summary())
 	if rec, err = c.withEarlier(cmd, rec, earlier); err != nil {
 		return err
@@ -211,6 +216,20 @@ func (c *recordCmd) check() error {
 		return inputErrorf("--serving-from: %v", err)
 	}
 	return checkOutput("-o", c.output)
+}
+
+// checkMerges refuses, before anything runs, earlier recordings whose
+// phases differ from each other's or from the recording's to be made
+// (named source).
+func (c *recordCmd) checkMerges(cmd *cobra.Command, source string, earlier []*record.Recording) error {
+	this := &record.Recording{Source: source}
+	if from := c.options(cmd).ServingFrom; len(from) > 0 {
+		this.ServingFrom = slices.Compact(slices.Sorted(slices.Values(from)))
+	}
+	if err := record.CheckPhases(append([]*record.Recording{this}, earlier...)...); err != nil {
+		return inputErrorf("%v", err)
+	}
+	return nil
 }
 
 // phased says whether CMD is recorded by phase.

@@ -101,6 +101,10 @@ func (c *recordCmd) recordRunning(cmd *cobra.Command, earlier []*record.Recordin
 	if err != nil {
 		return err
 	}
+	source := "the recording of " + dir
+	if err := c.checkMerges(cmd, source, earlier); err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), unix.SIGINT, unix.SIGTERM)
 	defer stop()
 	opts := record.AttachOptions{Options: c.options(cmd)}
@@ -116,7 +120,7 @@ func (c *recordCmd) recordRunning(cmd *cobra.Command, earlier []*record.Recordin
 	if err != nil {
 		return err
 	}
-	rec.Source = "the recording of " + dir
+	rec.Source = source
 	fmt.Fprint(cmd.ErrOrStderr(), "syscell: "+rec.Summary())
 	if rec, err = c.withEarlier(cmd, rec, earlier); err != nil {
 		return err
