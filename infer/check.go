@@ -188,7 +188,7 @@ func Bound(rec *record.Recording, exe string, opt Options) (*record.Recording, e
 		}
 		results = append(results, res.Recording())
 	}
-	return record.Merge(results...), nil
+	return record.Merge(results...)
 }
 
 // onDisk says whether path is still the file a compartment names.

@@ -208,7 +208,11 @@ func inferAll(t *testing.T, args []string, mode string, opt Options) *record.Rec
 		}
 		recs = append(recs, res.Recording())
 	}
-	return record.Merge(recs...)
+	rec, err := record.Merge(recs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
 }
 
 // TestRecordedFixtures records this package's fixtures and every mode of

@@ -51,7 +51,7 @@ type Attached struct {
 // start between two listings are caught by listing again until a listing
 // finds nothing new. When Attach returns, the tasks are traced.
 func Attach(tasks Tasks, opts AttachOptions) (*Attached, error) {
-	tracer, err := trace.Open(opts.Trace)
+	tracer, err := opts.open()
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +61,7 @@ func Attach(tasks Tasks, opts AttachOptions) (*Attached, error) {
 	}
 	a := &Attached{tracer: tracer, objs: attribute.NewObjects(rt), opts: opts}
 	a.r = newRecorder(tracer, a.objs)
-	a.r.untilExec, a.r.root = map[int]bool{}, opts.Root
+	a.r.untilExec, a.r.root, a.r.servingFrom = map[int]bool{}, opts.Root, opts.ServingFrom
 	if err := traceTasks(tracer, tasks, a.r, opts.FromExec); err != nil {
 		a.close()
 		return nil, err

@@ -29,6 +29,10 @@ type Compartment struct {
 	BuildID string
 	// Calls counts the calls by syscall name.
 	Calls map[string]uint64
+	// Serving, in a recording with phases, counts the calls made while
+	// serving (also in Calls), by name: never nil there, nil without
+	// phases. Read from a policy, its counts are 0 (unknown).
+	Serving map[string]uint64
 	// Execs names the compartments of the programs its exec calls
 	// started.
 	Execs map[string]bool

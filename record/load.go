@@ -41,7 +41,10 @@ func Load(path string) (*Recording, error) {
 
 // fromPolicy turns a parsed policy into a recording.
 func fromPolicy(p *policy.Policy, counts map[string]map[string]uint64) (*Recording, error) {
-	rec := &Recording{Arches: p.Arches, Unknown: map[uint32]uint64{}}
+	rec := &Recording{Arches: p.Arches, Unknown: map[uint32]uint64{}, Source: p.Source}
+	if p.Phased() {
+		rec.ServingFrom = servingSet(p.ServingFrom)
+	}
 	inCompartment := map[string]bool{}
 	for _, pc := range p.Compartments {
 		c := &Compartment{Name: pc.Name, Path: pc.Path, BuildID: pc.BuildID, Calls: map[string]uint64{}, Execs: setOf(pc.Exec)}
@@ -54,6 +57,12 @@ func fromPolicy(p *policy.Policy, counts map[string]map[string]uint64) (*Recordi
 		for _, name := range pc.Syscalls {
 			c.Calls[name] = counts[pc.Name][name]
 			inCompartment[name] = true
+		}
+		if p.Phased() {
+			c.Serving = map[string]uint64{}
+			for _, name := range p.ServingCalls(pc) {
+				c.Serving[name] = 0
+			}
 		}
 		rec.Compartments = append(rec.Compartments, c)
 	}
@@ -147,7 +156,7 @@ func loadSyso(path string, data []byte) (*Recording, error) {
 	if err := json.Unmarshal(data, &in); err != nil {
 		return nil, jsonError(path, data, err)
 	}
-	rec := &Recording{Unknown: map[uint32]uint64{}}
+	rec := &Recording{Unknown: map[uint32]uint64{}, Source: path}
 	for name, calls := range in {
 		c := &Compartment{Name: name, Calls: map[string]uint64{}}
 		if name == SysoFailed {

@@ -10,9 +10,17 @@ import (
 // build-id) add up their calls; what is lost, unknown or unattributed adds
 // up too. A compartment read without a build-id (syso JSON has none) joins
 // the one compartment of its path that has one, if there is exactly one.
-// The result does not depend on the order of recs.
-func Merge(recs ...*Recording) *Recording {
+// With phases, the calls each compartment made while serving unite too;
+// recordings with phases merge only with recordings serving from the same
+// calls. The result does not depend on the order of recs.
+func Merge(recs ...*Recording) (*Recording, error) {
+	if err := CheckPhases(recs...); err != nil {
+		return nil, err
+	}
 	out := &Recording{Unknown: map[uint32]uint64{}, StartUp: map[string]uint64{}}
+	if len(recs) > 0 && recs[0].Phased() {
+		out.ServingFrom = slices.Clone(recs[0].ServingFrom)
+	}
 	ids := buildIDs(recs)
 	byKey := map[key]*Compartment{}
 	failures := map[failureKey]*Failure{}
@@ -38,6 +46,7 @@ func Merge(recs ...*Recording) *Recording {
 			for name, n := range c.Calls {
 				m.Calls[name] += n
 			}
+			mergeServing(m, c)
 		}
 		mergeRest(out, rec, failures)
 	}
@@ -55,7 +64,7 @@ func Merge(recs ...*Recording) *Recording {
 	out.Arches = slices.Compact(out.Arches)
 	slices.Sort(out.Allowed)
 	out.Allowed = slices.Compact(out.Allowed)
-	return out
+	return out, nil
 }
 
 // buildIDs lists the build-ids each path has in any recording.

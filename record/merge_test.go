@@ -2,9 +2,11 @@ package record
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -25,8 +27,12 @@ func TestMerge(t *testing.T) {
 				for _, i := range order {
 					shuffled = append(shuffled, recs[i])
 				}
+				merged, err := Merge(shuffled...)
+				if err != nil {
+					t.Fatal(err)
+				}
 				var got bytes.Buffer
-				if err := Merge(shuffled...).WriteTOML(&got); err != nil {
+				if err := merged.WriteTOML(&got); err != nil {
 					t.Fatal(err)
 				}
 				if first == nil {
@@ -89,5 +95,53 @@ func golden(t *testing.T, path string, got []byte) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs (go test -update rewrites it):\n%s", path, got)
+	}
+}
+
+// TestMergePhasesDiffer merges a recording with phases with one without,
+// and recordings serving from different calls: errors that name both
+// files, in either order.
+func TestMergePhasesDiffer(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, header string) *Recording {
+		path := filepath.Join(dir, name)
+		data := "version = 1\ndefault = \"errno(EPERM)\"\n" + header +
+			"[[compartment]]\nname = \"/usr/bin/server\"\npath = \"/usr/bin/server\"\nsyscalls = [\"epoll_wait\", \"poll\"]\n"
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	phased := write("phased.toml", "serving-from = [\"epoll_wait\"]\n")
+	unphased := write("unphased.toml", "")
+	poll := write("poll.toml", "serving-from = [\"poll\"]\n")
+	for _, c := range []struct {
+		a, b *Recording
+		want string
+	}{
+		{phased, unphased, `record: %[1]s/phased.toml has phases (serving from epoll_wait) and %[1]s/unphased.toml has none: merge recordings made alike (record --phases)`},
+		{phased, poll, `record: %[1]s/phased.toml serves from epoll_wait and %[1]s/poll.toml from poll: merge recordings made with the same --serving-from`},
+	} {
+		want := fmt.Sprintf(c.want, dir)
+		for _, order := range [][]*Recording{{c.a, c.b}, {c.b, c.a}, {c.a, c.a, c.b}} {
+			_, err := Merge(order...)
+			if err == nil {
+				t.Errorf("merged %s", want)
+				continue
+			}
+			// The first message names the files in its own order.
+			if order[0] == c.a && err.Error() != want {
+				t.Errorf("error %v\nwant       %s", err, want)
+			}
+			for _, rec := range []*Recording{c.a, c.b} {
+				if !strings.Contains(err.Error(), rec.Source) {
+					t.Errorf("error %v does not name %s", err, rec.Source)
+				}
+			}
+		}
 	}
 }

@@ -16,16 +16,23 @@ import (
 // EPERM; one rule allows the union of every compartment's calls (and of
 // the calls that could not be attributed, which happened all the same,
 // the loader's start-up calls and restart_syscall);
-// each compartment lists its calls. The options annotate each
-// compartment's calls with their counts.
+// each compartment lists its calls, and with phases those it made while
+// serving. The options annotate each compartment's calls with their
+// counts.
 func (r *Recording) Policy() (*policy.Policy, policy.WriteOptions) {
 	p := &policy.Policy{Default: policy.ActEPERM, BadArch: policy.ActKillProcess, Arches: r.arches()}
+	if r.Phased() {
+		p.ServingFrom = slices.Clone(r.ServingFrom)
+	}
 	opts := policy.WriteOptions{Comments: map[string]map[string]string{}}
 	for _, c := range r.Compartments {
 		pc := policy.Compartment{
 			Name: c.Name, Path: c.Path, BuildID: c.BuildID, Syscalls: sortedNames(c.Calls), Exec: slices.Sorted(maps.Keys(c.Execs))}
 		if c.Reach != nil {
 			pc.Reach = append([]string{}, slices.Sorted(maps.Keys(c.Reach))...)
+		}
+		if r.Phased() {
+			pc.Serving = append([]string{}, sortedNames(c.Serving)...)
 		}
 		p.Compartments = append(p.Compartments, pc)
 		opts.Comments[c.Name] = countComments(c.Calls)
@@ -90,8 +97,8 @@ func (r *Recording) WriteTOML(w io.Writer) error {
 // {"compartment": {"x86_64 syscall number": count}}, with the calls that
 // could not be attributed under "FAILED", as addrfilter writes them, and
 // the loader's start-up calls under StartUpName. The format has no
-// build-ids, ABIs or rules; a call without an x86_64 number cannot be
-// written.
+// build-ids, ABIs, rules or phases; a call without an x86_64 number cannot
+// be written.
 func (r *Recording) WriteSyso(w io.Writer) error {
 	out := map[string]map[string]uint64{}
 	for _, c := range r.Compartments {

@@ -6,10 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -224,3 +226,91 @@ func TestOrigin(t *testing.T) {
 		t.Error("no snapshot had a page of the stack that could not be copied")
 	}
 }
+
+// TestPhases records phases by phase, from the default serving calls:
+// each process serves from its own first epoll_wait (that call included)
+// or from its birth by a serving process, so early's getuid, made after
+// its parent served but before it did, is not a serving call, and late's
+// getsid is. getpgid's 2N calls, N in each phase from one path, are
+// mostly counted in the kernel, which keeps them apart by phase.
+func TestPhases(t *testing.T) {
+	dir := fixtureDir(t)
+	const n = 100000
+	phases := func(t *testing.T, opts record.Options) (*record.Recording, *record.Compartment) {
+		cmd := exec.Command(filepath.Join(dir, fixtures.Phases), t.TempDir(), strconv.Itoa(n))
+		rec := recordCmd(t, cmd, opts)
+		if rec.Lossy() {
+			t.Errorf("lossy recording:\n%s", rec.Summary())
+		}
+		for _, c := range rec.Compartments {
+			if filepath.Base(c.Path) == fixtures.Phases {
+				return rec, c
+			}
+		}
+		t.Fatalf("no compartment for %s:\n%s", fixtures.Phases, rec.Summary())
+		return nil, nil
+	}
+	// Before serving: the parent's openat, close, mkdir, epoll_create1,
+	// pipe2 and fork (clone, and the child's set_robust_list), early's
+	// read and getuid. While serving: epoll_wait, getppid (parent and
+	// early), write, the second fork, wait4, late's getsid, exit_group.
+	// getpgid in both.
+	calls := []string{"clone", "close", "epoll_create1", "epoll_wait", "exit_group", "getpgid", "getppid", "getsid", "getuid",
+		"mkdir", "openat", "pipe2", "read", "set_robust_list", "wait4", "write"}
+	serving := []string{"clone", "epoll_wait", "exit_group", "getpgid", "getppid", "getsid", "set_robust_list", "wait4", "write"}
+
+	t.Run("phases", func(t *testing.T) {
+		rec, c := phases(t, record.Options{ServingFrom: record.DefaultServingFrom})
+		if got := sortedKeys(c.Calls); !slices.Equal(got, calls) {
+			t.Errorf("calls %v, want %v", got, calls)
+		}
+		if got := sortedKeys(c.Serving); !slices.Equal(got, serving) {
+			t.Errorf("serving calls %v, want %v", got, serving)
+		}
+		if c.Calls["getpgid"] != 2*n || c.Serving["getpgid"] != n {
+			t.Errorf("getpgid: %d calls, %d serving; want %d, %d", c.Calls["getpgid"], c.Serving["getpgid"], 2*n, n)
+		}
+		if rec.Stats.Counted == 0 {
+			t.Errorf("no call counted in the kernel:\n%s", rec.Summary())
+		}
+		if rec.Stats.ServingProcesses != 3 {
+			t.Errorf("%d processes served, want 3", rec.Stats.ServingProcesses)
+		}
+		if want := slices.Sorted(slices.Values(record.DefaultServingFrom)); !slices.Equal(rec.ServingFrom, want) {
+			t.Errorf("serving from %v, want %v", rec.ServingFrom, want)
+		}
+		for _, other := range rec.Compartments {
+			if other != c && len(other.Serving) > 0 {
+				t.Errorf("%s served: %v", other.Name, other.Serving)
+			}
+		}
+		p, _ := rec.Policy()
+		for _, pc := range p.Compartments {
+			if pc.Path == c.Path && !slices.Equal(pc.Serving, serving) {
+				t.Errorf("policy: %s serving %v, want %v", pc.Name, pc.Serving, serving)
+			}
+		}
+		if !slices.Equal(p.ServingFrom, rec.ServingFrom) {
+			t.Errorf("policy serving from %v, want %v", p.ServingFrom, rec.ServingFrom)
+		}
+	})
+	t.Run("no phases", func(t *testing.T) {
+		rec, c := phases(t, record.Options{})
+		if got := sortedKeys(c.Calls); !slices.Equal(got, calls) {
+			t.Errorf("calls %v, want %v", got, calls)
+		}
+		if rec.Phased() || c.Serving != nil || rec.Stats.Serving != 0 || rec.Stats.ServingProcesses != 0 {
+			t.Errorf("phases without ServingFrom: %v %v\n%s", rec.ServingFrom, c.Serving, rec.Summary())
+		}
+	})
+	t.Run("other call", func(t *testing.T) {
+		// Serving from getuid: only early serves, from its getuid on.
+		rec, c := phases(t, record.Options{ServingFrom: []string{"getuid"}})
+		want := []string{"epoll_wait", "exit_group", "getppid", "getuid"}
+		if got := sortedKeys(c.Serving); !slices.Equal(got, want) || rec.Stats.ServingProcesses != 1 {
+			t.Errorf("serving calls %v of %d processes, want %v of 1", got, rec.Stats.ServingProcesses, want)
+		}
+	})
+}
+
+func sortedKeys(m map[string]uint64) []string { return slices.Sorted(maps.Keys(m)) }

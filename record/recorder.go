@@ -38,6 +38,8 @@ type recorder struct {
 	// untilExec are the processes whose calls are not recorded until
 	// they execute a program (AttachOptions.FromExec); nil for none.
 	untilExec map[int]bool
+	// servingFrom are Options.ServingFrom: the recording has phases.
+	servingFrom []string
 }
 
 type failureKey struct{ where, reason string }
@@ -64,6 +66,11 @@ func (r *recorder) handle(ev any) error {
 		return r.syscall(e)
 	case *trace.Count:
 		r.counts[e.Key]++
+		if e.Key.Serving {
+			r.stats.Serving++
+		}
+	case *trace.Serve:
+		r.stats.ServingProcesses++
 	case *trace.ASpace:
 		r.aspace(e)
 	case *trace.Map:
@@ -176,7 +183,10 @@ func (r *recorder) syscall(e *trace.Syscall) error {
 	if len(e.Holes) > 0 {
 		r.stats.Holes++
 	}
-	key := trace.CountKey{Nr: e.Nr}
+	if e.Serving {
+		r.stats.Serving++
+	}
+	key := trace.CountKey{Nr: e.Nr, Serving: e.Serving}
 	name, _, known := callName(e.Nr)
 	if comp, ok := r.tracer.Known(e.Epoch, e.Regs.IP, snapshotReader(e)); ok {
 		key.Compartment = comp
@@ -352,6 +362,15 @@ func (r *recorder) finish(kernel map[trace.CountKey]uint64, lost trace.Lost) (*R
 	for k, n := range kernel {
 		r.counts[k] += n
 		rec.Stats.Counted += n
+		if k.Serving {
+			rec.Stats.Serving += n
+		}
+	}
+	if len(r.servingFrom) > 0 {
+		rec.ServingFrom = servingSet(r.servingFrom)
+		for _, c := range r.reg.comps {
+			c.Serving = map[string]uint64{}
+		}
 	}
 	for k, n := range r.counts {
 		c, err := r.reg.get(k.Compartment)
@@ -364,6 +383,9 @@ func (r *recorder) finish(kernel map[trace.CountKey]uint64, lost trace.Lost) (*R
 			continue
 		}
 		c.Calls[name] += n
+		if k.Serving {
+			c.Serving[name] += n
+		}
 		if !slices.Contains(rec.Arches, arch) {
 			rec.Arches = append(rec.Arches, arch)
 		}

@@ -30,6 +30,13 @@ type Recording struct {
 	// Allowed are calls a policy merged into this recording allowed
 	// outside any compartment.
 	Allowed []string
+	// ServingFrom, in a recording with phases (see phases.go), names
+	// the calls whose first one starts a process's serving phase,
+	// sorted; nil without phases.
+	ServingFrom []string
+	// Source names where the recording came from, for messages: the file
+	// Load read, or the run.
+	Source string
 	// Lost is what the kernel could not deliver.
 	Lost trace.Lost
 	// Stats describe the recorder's work.
@@ -76,6 +83,10 @@ type Stats struct {
 	// Holes counts the snapshots with pages of the stack that could not
 	// be copied (never touched, or swapped out).
 	Holes uint64
+	// Serving counts the calls made while serving, attributed or not,
+	// and ServingProcesses the processes that served (phases.go).
+	Serving          uint64
+	ServingProcesses int
 	// Interrupted says the recording stopped before every traced task
 	// had exited; Left is how many were still traced.
 	Interrupted bool
@@ -112,6 +123,10 @@ func (r *Recording) Summary() string {
 	s := &r.Stats
 	fmt.Fprintf(&b, "recorded %s of %s (%s, %s) in %s\n", count(r.Calls(), "call"), count(s.Processes, "process"),
 		count(s.Threads, "thread"), count(s.Execs, "exec"), count(len(r.Compartments), "compartment"))
+	if r.Phased() {
+		fmt.Fprintf(&b, "  %s made while serving, by %s (serving from the first of %s, or from birth by a serving process)\n",
+			count(s.Serving, "call"), count(s.ServingProcesses, "process"), strings.Join(r.ServingFrom, ", "))
+	}
 	if n := sum(r.StartUp); n > 0 {
 		fmt.Fprintf(&b, "  %s by the loader starting the program, before any of its code: in the rules, in no compartment\n", count(n, "call"))
 	}

@@ -28,6 +28,21 @@ type Options struct {
 	// Signals, if not nil, delivers signals to pass on to the command,
 	// which is recorded on until it and its descendants have exited.
 	Signals <-chan os.Signal
+	// ServingFrom, if not empty, records by phase (phases.go): it names
+	// the calls whose first one starts a process's serving phase
+	// (DefaultServingFrom, for instance).
+	ServingFrom []string
+}
+
+// open loads the recorder's program for opts.
+func (opts *Options) open() (*trace.Tracer, error) {
+	nrs, err := ServingNumbers(opts.ServingFrom)
+	if err != nil {
+		return nil, fmt.Errorf("record: serving from: %w", err)
+	}
+	topts := opts.Trace
+	topts.ServingFrom = nrs
+	return trace.Open(topts)
 }
 
 // DefaultProgressEvery is how often progress is reported.
@@ -43,7 +58,7 @@ const pollEvery = 50 * time.Millisecond
 // cmd ended. The error is the recorder's own failure; cmd's exit status is
 // in ProcessState.
 func Run(ctx context.Context, cmd *exec.Cmd, opts Options) (*Recording, *os.ProcessState, error) {
-	tracer, err := trace.Open(opts.Trace)
+	tracer, err := opts.open()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -63,6 +78,7 @@ func Run(ctx context.Context, cmd *exec.Cmd, opts Options) (*Recording, *os.Proc
 		close(exited)
 	}()
 	r := newRecorder(tracer, objs)
+	r.servingFrom = opts.ServingFrom
 	r.stats.Processes = 1
 	loop := consumeLoop{r: r, progress: newProgress(opts, tracer), signals: opts.Signals, cmd: cmd}
 	interrupted, err := loop.run(ctx, exited)

@@ -9,10 +9,12 @@ import (
 )
 
 // CountKey names what the program counts: calls of one number (as in
-// Syscall.Nr) attributed to one compartment.
+// Syscall.Nr) attributed to one compartment, made while serving or not
+// (always not without Options.ServingFrom).
 type CountKey struct {
 	Compartment uint32
 	Nr          uint32
+	Serving     bool
 }
 
 // Counts returns the calls the program counted itself, per compartment and
@@ -27,7 +29,7 @@ func (t *Tracer) Counts() (map[CountKey]uint64, error) {
 		for _, c := range perCPU {
 			n += c
 		}
-		counts[CountKey{Compartment: key.Compartment, Nr: key.Nr}] += n
+		counts[CountKey{Compartment: key.Compartment, Nr: key.Nr, Serving: key.Phase == uint32(recorderPhasePHASE_SERVING)}] += n
 	}
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("trace: read counts: %w", err)
@@ -48,7 +50,9 @@ type Lost struct {
 	// Counts are counted calls that fit neither the counts map nor the
 	// ring buffer.
 	Counts uint64
-	// Other are fork, exec, exit and address space events.
+	// Other are fork, exec, exit, address space and serve events, and
+	// processes whose serving phase could not be kept (the map of them
+	// was full): their calls count as made before serving.
 	Other uint64
 	// Recursions are runs of the programs the kernel skipped because the
 	// same program was already running on the CPU (preempted, on kernels

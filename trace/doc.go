@@ -24,6 +24,14 @@
 // a change are never used after it. A forked child shares its parent's
 // epoch, and what was learnt, until either changes.
 //
+// Phases, where Options.ServingFrom asks for them: a process (thread
+// group) serves from its own first call of one of those numbers, which is
+// made while serving, or from its birth when a process that serves forks
+// it; its threads share its phase, and it keeps it across execve. The
+// kernel keeps each process's phase (Serve events say when one starts),
+// and every call it counts and every snapshot carries the phase, so that
+// counts and attribution agree on it.
+//
 // Tracing starts at a task user space names (Tracer.Trace) and covers every
 // task it creates from then on. Tracer.Start starts a command stopped
 // after its execve, so that its first instruction is traced.

@@ -30,6 +30,9 @@ type Syscall struct {
 	// Nr is the call's number: on x86_64, on x32 (with the x32 bit), or on
 	// i386 with I386 set.
 	Nr uint32
+	// Serving says the call was made while its process served
+	// (Options.ServingFrom).
+	Serving bool
 	// Regs are the user registers, struct pt_regs.
 	Regs PtRegs
 	// Stack holds the top of the user stack, from Regs.SP up.
@@ -139,6 +142,14 @@ type Count struct {
 	Key CountKey
 }
 
+// Serve is a process starting to serve (Options.ServingFrom): at its
+// first call of a serving call, which is made while serving, or at its
+// birth (Born) from a process that served.
+type Serve struct {
+	Header
+	Born bool
+}
+
 // ErrTimeout is what Read returns when no event came in time.
 var ErrTimeout = errors.New("trace: no event")
 
@@ -201,13 +212,18 @@ func decode(raw []byte) (any, error) {
 		}
 		return &Exit{Header: h, GroupDead: le.Uint32(body) != 0}, nil
 	case recorderEventTypeEV_COUNT:
-		if err := need(body, 8, "count"); err != nil {
+		if err := need(body, 16, "count"); err != nil {
 			return nil, err
 		}
-		return &Count{Header: h, Key: CountKey{Compartment: le.Uint32(body), Nr: le.Uint32(body[4:])}}, nil
+		return &Count{Header: h, Key: CountKey{Compartment: le.Uint32(body), Nr: le.Uint32(body[4:]), Serving: serving(le.Uint32(body[8:]))}}, nil
+	case recorderEventTypeEV_SERVE:
+		return &Serve{Header: h, Born: flags != 0}, nil
 	}
 	return nil, fmt.Errorf("trace: unknown event type %d", le.Uint32(raw))
 }
+
+// serving says whether the program's phase is PHASE_SERVING.
+func serving(phase uint32) bool { return phase == uint32(recorderPhasePHASE_SERVING) }
 
 func need(body []byte, n int, what string) error {
 	if len(body) < n {
@@ -221,7 +237,7 @@ func decodeSyscall(h Header, body []byte) (*Syscall, error) {
 	if err := need(body, fixed, "syscall"); err != nil {
 		return nil, err
 	}
-	ev := &Syscall{Header: h, Nr: le.Uint32(body)}
+	ev := &Syscall{Header: h, Nr: le.Uint32(body), Serving: serving(le.Uint32(body[12:]))}
 	n := int(le.Uint32(body[4:]))
 	holes := le.Uint32(body[8:])
 	regs := (*[21]uint64)(unsafe.Pointer(&ev.Regs))

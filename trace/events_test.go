@@ -38,7 +38,7 @@ func TestDecode(t *testing.T) {
 		Nr       uint32
 		StackLen uint32
 		Holes    uint32
-		Pad      uint32
+		Phase    uint32
 		Regs     [21]uint64
 	}
 	regs := [21]uint64{}
@@ -62,6 +62,8 @@ func TestDecode(t *testing.T) {
 	}{
 		{"syscall", raw(t, sysFixed{H: header(recorderEventTypeEV_SYSCALL, 0), Nr: 39, StackLen: 3, Regs: regs}, []byte{1, 2, 3}),
 			&Syscall{Header: hdr, Nr: 39, Regs: *(*PtRegs)(unsafe.Pointer(&regs)), Stack: []byte{1, 2, 3}}},
+		{"syscall serving", raw(t, sysFixed{H: header(recorderEventTypeEV_SYSCALL, 0), Nr: 232, Phase: uint32(recorderPhasePHASE_SERVING), Regs: regs}, nil),
+			&Syscall{Header: hdr, Nr: 232, Serving: true, Regs: *(*PtRegs)(unsafe.Pointer(&regs)), Stack: []byte{}}},
 		{"aspace", raw(t, header(recorderEventTypeEV_ASPACE, 1), nil), &ASpace{Header: hdr, Failed: true}},
 		{"map", raw(t, mapFixed{H: header(recorderEventTypeEV_MAP, 0), Start: 0x1000, End: 0x3000, Pgoff: 2, Ino: 99, Dev: 0xfe<<20 | 1, Kind: uint32(recorderMapKindMAP_FILE), PathLen: 6}, []byte("/a/b.c")),
 			&Map{Header: hdr, Start: 0x1000, End: 0x3000, Offset: 2 * uint64(unix.Getpagesize()), Kind: MapFile, Dev: unix.Mkdev(0xfe, 1), Ino: 99, Path: "/a/b.c"}},
@@ -74,6 +76,10 @@ func TestDecode(t *testing.T) {
 		{"exit", raw(t, recorderExitEvent{H: header(recorderEventTypeEV_EXIT, 0), GroupDead: 1}, nil), &Exit{Header: hdr, GroupDead: true}},
 		{"count", raw(t, recorderCountEvent{H: header(recorderEventTypeEV_COUNT, 0), Compartment: 4, Nr: 39}, nil),
 			&Count{Header: hdr, Key: CountKey{Compartment: 4, Nr: 39}}},
+		{"count serving", raw(t, recorderCountEvent{H: header(recorderEventTypeEV_COUNT, 0), Compartment: 4, Nr: 39, Phase: uint32(recorderPhasePHASE_SERVING)}, nil),
+			&Count{Header: hdr, Key: CountKey{Compartment: 4, Nr: 39, Serving: true}}},
+		{"serve", raw(t, header(recorderEventTypeEV_SERVE, 0), nil), &Serve{Header: hdr}},
+		{"serve born", raw(t, header(recorderEventTypeEV_SERVE, 1), nil), &Serve{Header: hdr, Born: true}},
 	} {
 		got, err := decode(c.raw)
 		if err != nil {
@@ -139,7 +145,7 @@ func TestDecodeStackHoles(t *testing.T) {
 	type sysFixed struct {
 		H                   recorderEventHeader
 		Nr, StackLen, Holes uint32
-		Pad                 uint32
+		Phase               uint32
 		Regs                PtRegs
 	}
 	ev, err := decode(raw(t, sysFixed{H: header(recorderEventTypeEV_SYSCALL, 0), Nr: 89, StackLen: 0x2200, Holes: 0b10, Regs: PtRegs{SP: sp}}, make([]byte, 0x2200)))

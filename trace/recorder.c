@@ -11,6 +11,14 @@
 // one, and every task a traced task creates is traced from its creation.
 // An address space is named by its mm's context.ctx_id, which the kernel
 // never reuses.
+//
+// Phases, where user space asks for them (phases): a process (thread
+// group) serves from its own first call of a number user space put in the
+// serving_from map (that call included), or from its birth when a process
+// that serves forks it; its threads share its phase, and it keeps it
+// across execve. Every counted call and every snapshot carries the phase
+// of its process at that call, so that the kernel's counts and user
+// space's attribution agree.
 
 #include <linux/bpf.h>
 #include <linux/types.h>
@@ -137,6 +145,15 @@ extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __ksym;
 
 volatile const __u32 stack_bytes = 32768;
 
+// phases, set at load time, says whether calls are told apart by phase:
+// without it the program never looks a process's phase up.
+volatile const __u32 phases = 0;
+
+// SERVING_SLOTS numbers the calls of each ABI (x86_64, x32, i386), 1024
+// each, in the serving_from map.
+#define SERVING_SLOTS 3072
+#define X32_FLAG 0x40000000u
+
 // The events user space reads from the ring buffer.
 enum event_type {
 	EV_SYSCALL = 1, // a call whose path the trie does not know
@@ -147,6 +164,7 @@ enum event_type {
 	EV_EXEC = 6,
 	EV_EXIT = 7,
 	EV_COUNT = 8,   // calls counted for a compartment, when the counts map is full
+	EV_SERVE = 9,   // a process starts serving (flags: from its birth)
 };
 
 // Kinds of executable mappings.
@@ -174,7 +192,7 @@ struct syscall_event {
 	// spans, page 0 the one that holds the stack pointer. Their bytes in
 	// stack are zeros.
 	__u32 holes;
-	__u32 pad;
+	__u32 phase; // PHASE_SERVING if the call was made while serving
 	__u64 regs[NREGS]; // struct pt_regs
 	__u8 stack[STACK_BUF];
 };
@@ -222,6 +240,8 @@ struct count_event {
 	struct event_header h;
 	__u32 compartment;
 	__u32 nr;
+	__u32 phase;
+	__u32 pad;
 };
 
 // The paths trie. A node says what to read next (a stack word at an offset
@@ -251,9 +271,16 @@ struct node {
 	__u32 pad;
 };
 
+// Phases of a process.
+enum phase {
+	PHASE_STARTING = 0,
+	PHASE_SERVING = 1,
+};
+
 struct count_key {
 	__u32 compartment;
 	__u32 nr;
+	__u32 phase;
 };
 
 // Why events were lost, counted per CPU in the lost map.
@@ -262,7 +289,7 @@ enum lost_reason {
 	LOST_MAP = 1,     // a mapping event did not fit
 	LOST_TASK = 2,    // the tasks map was full: a new task is not traced
 	LOST_COUNT = 3,   // a counted call fit neither the counts map nor the ring buffer
-	LOST_OTHER = 4,   // a fork, exec, exit or address space event did not fit
+	LOST_OTHER = 4,   // a fork, exec, exit, address space or serve event did not fit, or a process's phase could not be kept
 	LOST_REASONS = 5,
 };
 
@@ -294,6 +321,23 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } tasks SEC(".maps");
+
+// serving holds, by process id, the processes that serve (phases).
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u32);
+} serving SEC(".maps");
+
+// serving_from marks the calls whose first one starts a process's serving
+// phase, by serving_slot.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SERVING_SLOTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} serving_from SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -621,9 +665,9 @@ static __always_inline int input(struct node *n, __u64 *regs, __u64 *v)
 	return -1;
 }
 
-static __always_inline void count(struct task_struct *task, __u32 compartment, __u32 nr, __u64 aspace, __u64 epoch)
+static __always_inline void count(struct task_struct *task, __u32 compartment, __u32 nr, __u32 phase, __u64 aspace, __u64 epoch)
 {
-	struct count_key key = {.compartment = compartment, .nr = nr};
+	struct count_key key = {.compartment = compartment, .nr = nr, .phase = phase};
 	__u64 *n = bpf_map_lookup_elem(&counts, &key);
 	if (n) {
 		*n += 1;
@@ -632,7 +676,7 @@ static __always_inline void count(struct task_struct *task, __u32 compartment, _
 	__u64 one = 1;
 	if (bpf_map_update_elem(&counts, &key, &one, BPF_NOEXIST) == 0)
 		return;
-	struct count_event ev = {.compartment = compartment, .nr = nr};
+	struct count_event ev = {.compartment = compartment, .nr = nr, .phase = phase};
 	header(&ev.h, EV_COUNT, task, aspace, epoch);
 	output(&ev, sizeof(ev), LOST_COUNT);
 }
@@ -686,7 +730,7 @@ static long copy_page(__u32 i, struct stack_copy *c)
 // emit_syscall sends a snapshot of the current task at system call entry:
 // its registers, which on_sys_enter copied to the scratch area, and the top
 // of its stack.
-__attribute__((noinline)) int emit_syscall(__u32 nr, __u64 aspace, __u64 epoch)
+__attribute__((noinline)) int emit_syscall(__u32 nr, __u32 phase, __u64 aspace, __u64 epoch)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct scratch *s = get_scratch(SCRATCH_ENTER);
@@ -697,6 +741,7 @@ __attribute__((noinline)) int emit_syscall(__u32 nr, __u64 aspace, __u64 epoch)
 	struct syscall_event *ev = &s->sys;
 	header(&ev->h, EV_SYSCALL, task, aspace, epoch);
 	ev->nr = nr;
+	ev->phase = phase;
 	__u64 sp = ev->regs[REG_SP];
 	// The copy ends where the stack mapping does. bpf_find_vma needs the
 	// address space's lock, which another thread may hold: then the copy
@@ -732,7 +777,7 @@ __attribute__((noinline)) int emit_syscall(__u32 nr, __u64 aspace, __u64 epoch)
 // walk follows the paths trie from the call's instruction pointer, reading
 // what each node asks for. At a leaf it counts the call under the leaf's
 // compartment and returns 1; it returns 0 where the path is unknown.
-__attribute__((noinline)) int walk(__u32 nr, __u64 aspace, __u64 epoch)
+__attribute__((noinline)) int walk(__u32 nr, __u32 phase, __u64 aspace, __u64 epoch)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct scratch *s = get_scratch(SCRATCH_ENTER);
@@ -744,7 +789,7 @@ __attribute__((noinline)) int walk(__u32 nr, __u64 aspace, __u64 epoch)
 		if (!n)
 			return 0;
 		if (n->kind == NODE_LEAF) {
-			count(task, n->id, nr, aspace, epoch);
+			count(task, n->id, nr, phase, aspace, epoch);
 			return 1;
 		}
 		__u64 v;
@@ -825,6 +870,51 @@ static __always_inline int is_mapping(__u32 nr)
 	return 0;
 }
 
+// serving_slot is where call nr (as record_nr numbers it) is in the
+// serving_from map, or SERVING_SLOTS for a number no ABI has.
+static __always_inline __u32 serving_slot(__u32 nr)
+{
+	__u32 base = 0;
+	if (nr & I386_FLAG) {
+		base = 2048;
+		nr &= ~I386_FLAG;
+	} else if (nr & X32_FLAG) {
+		base = 1024;
+		nr &= ~X32_FLAG;
+	}
+	return nr < 1024 ? base + nr : SERVING_SLOTS;
+}
+
+// start_serving marks the process tgid as serving and tells user space;
+// born says it serves from its birth (its parent served).
+static __always_inline void start_serving(struct task_struct *task, __u32 tgid, __u32 born)
+{
+	__u32 one = 1;
+	if (bpf_map_update_elem(&serving, &tgid, &one, BPF_ANY) != 0) {
+		count_lost(LOST_OTHER);
+		return;
+	}
+	struct event_header h;
+	header(&h, EV_SERVE, task, 0, 0);
+	h.flags = born;
+	output(&h, sizeof(h), LOST_OTHER);
+}
+
+// phase_of returns the phase of the current process at a call of nr,
+// which may start its serving phase.
+static __always_inline __u32 phase_of(struct task_struct *task, __u32 nr)
+{
+	__u32 tgid = task->tgid;
+	if (bpf_map_lookup_elem(&serving, &tgid))
+		return PHASE_SERVING;
+	__u32 slot = serving_slot(nr);
+	__u32 *starts = bpf_map_lookup_elem(&serving_from, &slot);
+	if (!starts || !*starts)
+		return PHASE_STARTING;
+	start_serving(task, tgid, 0);
+	return PHASE_SERVING;
+}
+
 SEC("tp_btf/sys_enter")
 int on_sys_enter(__u64 *ctx)
 {
@@ -835,6 +925,7 @@ int on_sys_enter(__u64 *ctx)
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 regs = ctx[0];
 	__u32 nr = record_nr(task, ctx[1]);
+	__u32 phase = phases ? phase_of(task, nr) : PHASE_STARTING;
 	__u64 aspace = task->mm->context.ctx_id;
 	__u64 epoch;
 	__u64 *known = bpf_map_lookup_elem(&aspaces, &aspace);
@@ -854,9 +945,9 @@ int on_sys_enter(__u64 *ctx)
 		return 0;
 	}
 	bpf_probe_read_kernel(s->sys.regs, sizeof(s->sys.regs), (void *)regs);
-	if (epoch != 0 && walk(nr, aspace, epoch))
+	if (epoch != 0 && walk(nr, phase, aspace, epoch))
 		return 0;
-	emit_syscall(nr, aspace, epoch);
+	emit_syscall(nr, phase, aspace, epoch);
 	return 0;
 }
 
@@ -956,6 +1047,11 @@ int on_fork(__u64 *ctx)
 	if (caspace != paspace && epoch)
 		bpf_map_update_elem(&aspaces, &caspace, epoch, BPF_NOEXIST);
 	output(&ev, sizeof(ev), LOST_OTHER);
+	// A new process serves if its parent does, at this moment: the
+	// child has not run yet.
+	__u32 ptgid = parent->tgid;
+	if (phases && child->tgid != ptgid && bpf_map_lookup_elem(&serving, &ptgid))
+		start_serving(child, child->tgid, 1);
 	return 0;
 }
 
@@ -1007,6 +1103,10 @@ int on_exit(__u64 *ctx)
 		return 0;
 	bpf_map_delete_elem(&tasks, &tid);
 	bpf_map_delete_elem(&pendings, &tid);
+	if (phases && (__u8)ctx[1]) {
+		__u32 tgid = p->tgid;
+		bpf_map_delete_elem(&serving, &tgid);
+	}
 	struct exit_event ev = {.group_dead = (__u8)ctx[1]};
 	header(&ev.h, EV_EXIT, p, 0, 0);
 	output(&ev, sizeof(ev), LOST_OTHER);
@@ -1027,3 +1127,4 @@ const enum map_kind *unused_map_kind __attribute__((unused));
 const enum node_kind *unused_node_kind __attribute__((unused));
 const enum lost_reason *unused_lost_reason __attribute__((unused));
 const enum scratch_user *unused_scratch_user __attribute__((unused));
+const enum phase *unused_phase __attribute__((unused));

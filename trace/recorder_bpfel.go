@@ -18,12 +18,15 @@ type recorderCountEvent struct {
 	H           recorderEventHeader
 	Compartment uint32
 	Nr          uint32
+	Phase       uint32
+	Pad         uint32
 }
 
 type recorderCountKey struct {
 	_           structs.HostLayout
 	Compartment uint32
 	Nr          uint32
+	Phase       uint32
 }
 
 type recorderEventHeader struct {
@@ -47,6 +50,7 @@ const (
 	recorderEventTypeEV_EXEC    recorderEventType = 6
 	recorderEventTypeEV_EXIT    recorderEventType = 7
 	recorderEventTypeEV_COUNT   recorderEventType = 8
+	recorderEventTypeEV_SERVE   recorderEventType = 9
 )
 
 type recorderExecEvent struct {
@@ -139,6 +143,13 @@ type recorderPending struct {
 	Pad      uint32
 }
 
+type recorderPhase uint32
+
+const (
+	recorderPhasePHASE_STARTING recorderPhase = 0
+	recorderPhasePHASE_SERVING  recorderPhase = 1
+)
+
 type recorderScratch struct {
 	_   structs.HostLayout
 	Sys recorderSyscallEvent
@@ -161,7 +172,7 @@ type recorderSyscallEvent struct {
 	Nr       uint32
 	StackLen uint32
 	Holes    uint32
-	Pad      uint32
+	Phase    uint32
 	Regs     [21]uint64
 	Stack    [65536]uint8
 }
@@ -184,6 +195,8 @@ const (
 	recorderMapPaths              = "paths"
 	recorderMapPendings           = "pendings"
 	recorderMapScratches          = "scratches"
+	recorderMapServing            = "serving"
+	recorderMapServingFrom        = "serving_from"
 	recorderMapTasks              = "tasks"
 	recorderProgOnExec            = "on_exec"
 	recorderProgOnExit            = "on_exit"
@@ -191,6 +204,7 @@ const (
 	recorderProgOnSysEnter        = "on_sys_enter"
 	recorderProgOnSysExit         = "on_sys_exit"
 	recorderVarEpochCounter       = "epoch_counter"
+	recorderVarPhases             = "phases"
 	recorderVarStackBytes         = "stack_bytes"
 	recorderVarUnusedCountEvent   = "unused_count_event"
 	recorderVarUnusedEventType    = "unused_event_type"
@@ -201,6 +215,7 @@ const (
 	recorderVarUnusedMapEvent     = "unused_map_event"
 	recorderVarUnusedMapKind      = "unused_map_kind"
 	recorderVarUnusedNodeKind     = "unused_node_kind"
+	recorderVarUnusedPhase        = "unused_phase"
 	recorderVarUnusedScratchUser  = "unused_scratch_user"
 	recorderVarUnusedSyscallEvent = "unused_syscall_event"
 	recorderVarUnusedUnmapEvent   = "unused_unmap_event"
@@ -259,14 +274,16 @@ type recorderProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type recorderMapSpecs struct {
-	Aspaces   *ebpf.MapSpec `ebpf:"aspaces"`
-	Counts    *ebpf.MapSpec `ebpf:"counts"`
-	Events    *ebpf.MapSpec `ebpf:"events"`
-	Lost      *ebpf.MapSpec `ebpf:"lost"`
-	Paths     *ebpf.MapSpec `ebpf:"paths"`
-	Pendings  *ebpf.MapSpec `ebpf:"pendings"`
-	Scratches *ebpf.MapSpec `ebpf:"scratches"`
-	Tasks     *ebpf.MapSpec `ebpf:"tasks"`
+	Aspaces     *ebpf.MapSpec `ebpf:"aspaces"`
+	Counts      *ebpf.MapSpec `ebpf:"counts"`
+	Events      *ebpf.MapSpec `ebpf:"events"`
+	Lost        *ebpf.MapSpec `ebpf:"lost"`
+	Paths       *ebpf.MapSpec `ebpf:"paths"`
+	Pendings    *ebpf.MapSpec `ebpf:"pendings"`
+	Scratches   *ebpf.MapSpec `ebpf:"scratches"`
+	Serving     *ebpf.MapSpec `ebpf:"serving"`
+	ServingFrom *ebpf.MapSpec `ebpf:"serving_from"`
+	Tasks       *ebpf.MapSpec `ebpf:"tasks"`
 }
 
 // recorderVariableSpecs contains global variables before they are loaded into the kernel.
@@ -274,6 +291,7 @@ type recorderMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type recorderVariableSpecs struct {
 	EpochCounter       *ebpf.VariableSpec `ebpf:"epoch_counter"`
+	Phases             *ebpf.VariableSpec `ebpf:"phases"`
 	StackBytes         *ebpf.VariableSpec `ebpf:"stack_bytes"`
 	UnusedCountEvent   *ebpf.VariableSpec `ebpf:"unused_count_event"`
 	UnusedEventType    *ebpf.VariableSpec `ebpf:"unused_event_type"`
@@ -284,6 +302,7 @@ type recorderVariableSpecs struct {
 	UnusedMapEvent     *ebpf.VariableSpec `ebpf:"unused_map_event"`
 	UnusedMapKind      *ebpf.VariableSpec `ebpf:"unused_map_kind"`
 	UnusedNodeKind     *ebpf.VariableSpec `ebpf:"unused_node_kind"`
+	UnusedPhase        *ebpf.VariableSpec `ebpf:"unused_phase"`
 	UnusedScratchUser  *ebpf.VariableSpec `ebpf:"unused_scratch_user"`
 	UnusedSyscallEvent *ebpf.VariableSpec `ebpf:"unused_syscall_event"`
 	UnusedUnmapEvent   *ebpf.VariableSpec `ebpf:"unused_unmap_event"`
@@ -309,14 +328,16 @@ func (o *recorderObjects) Close() error {
 //
 // It can be passed to loadRecorderObjects or ebpf.CollectionSpec.LoadAndAssign.
 type recorderMaps struct {
-	Aspaces   *ebpf.Map `ebpf:"aspaces"`
-	Counts    *ebpf.Map `ebpf:"counts"`
-	Events    *ebpf.Map `ebpf:"events"`
-	Lost      *ebpf.Map `ebpf:"lost"`
-	Paths     *ebpf.Map `ebpf:"paths"`
-	Pendings  *ebpf.Map `ebpf:"pendings"`
-	Scratches *ebpf.Map `ebpf:"scratches"`
-	Tasks     *ebpf.Map `ebpf:"tasks"`
+	Aspaces     *ebpf.Map `ebpf:"aspaces"`
+	Counts      *ebpf.Map `ebpf:"counts"`
+	Events      *ebpf.Map `ebpf:"events"`
+	Lost        *ebpf.Map `ebpf:"lost"`
+	Paths       *ebpf.Map `ebpf:"paths"`
+	Pendings    *ebpf.Map `ebpf:"pendings"`
+	Scratches   *ebpf.Map `ebpf:"scratches"`
+	Serving     *ebpf.Map `ebpf:"serving"`
+	ServingFrom *ebpf.Map `ebpf:"serving_from"`
+	Tasks       *ebpf.Map `ebpf:"tasks"`
 }
 
 func (m *recorderMaps) Close() error {
@@ -328,6 +349,8 @@ func (m *recorderMaps) Close() error {
 		m.Paths,
 		m.Pendings,
 		m.Scratches,
+		m.Serving,
+		m.ServingFrom,
 		m.Tasks,
 	)
 }
@@ -337,6 +360,7 @@ func (m *recorderMaps) Close() error {
 // It can be passed to loadRecorderObjects or ebpf.CollectionSpec.LoadAndAssign.
 type recorderVariables struct {
 	EpochCounter       *ebpf.Variable `ebpf:"epoch_counter"`
+	Phases             *ebpf.Variable `ebpf:"phases"`
 	StackBytes         *ebpf.Variable `ebpf:"stack_bytes"`
 	UnusedCountEvent   *ebpf.Variable `ebpf:"unused_count_event"`
 	UnusedEventType    *ebpf.Variable `ebpf:"unused_event_type"`
@@ -347,6 +371,7 @@ type recorderVariables struct {
 	UnusedMapEvent     *ebpf.Variable `ebpf:"unused_map_event"`
 	UnusedMapKind      *ebpf.Variable `ebpf:"unused_map_kind"`
 	UnusedNodeKind     *ebpf.Variable `ebpf:"unused_node_kind"`
+	UnusedPhase        *ebpf.Variable `ebpf:"unused_phase"`
 	UnusedScratchUser  *ebpf.Variable `ebpf:"unused_scratch_user"`
 	UnusedSyscallEvent *ebpf.Variable `ebpf:"unused_syscall_event"`
 	UnusedUnmapEvent   *ebpf.Variable `ebpf:"unused_unmap_event"`

@@ -4,12 +4,15 @@ package trace_test
 
 import (
 	"errors"
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -382,4 +385,74 @@ func TestStackHoles(t *testing.T) {
 		return
 	}
 	t.Error("readlink's stack copy never had a hole")
+}
+
+// TestPhases runs phases with epoll_wait starting the serving phase: each
+// process serves from its own first epoll_wait (that call included), or
+// from its birth when a serving process forked it; every call carries its
+// process's phase at that moment. Without ServingFrom no call serves.
+func TestPhases(t *testing.T) {
+	dir := fixtures.Require(t)
+	args := []string{filepath.Join(dir, fixtures.Phases), "", "3"}
+	t.Run("phases", func(t *testing.T) {
+		tr := open(t, trace.Options{ServingFrom: []uint32{unix.SYS_EPOLL_WAIT}})
+		args[1] = t.TempDir()
+		events := run(t, tr, args, nil)
+		born := map[int]bool{}
+		for _, ev := range events {
+			if s, ok := ev.(*trace.Serve); ok {
+				if _, twice := born[s.TGID]; twice {
+					t.Errorf("process %d started serving twice", s.TGID)
+				}
+				born[s.TGID] = s.Born
+			}
+		}
+		// Each process's calls, and the phase of each.
+		calls := map[int][]string{}
+		for _, s := range syscalls(events) {
+			calls[s.TGID] = append(calls[s.TGID], fmt.Sprintf("%d:%v", s.Nr, s.Serving))
+		}
+		starting := func(nr int) string { return fmt.Sprintf("%d:false", nr) }
+		serving := func(nr int) string { return fmt.Sprintf("%d:true", nr) }
+		var parent, early, late int
+		for tgid, cs := range calls {
+			switch {
+			case slices.Contains(cs, starting(unix.SYS_MKDIR)):
+				parent = tgid
+			case slices.Contains(cs, starting(unix.SYS_GETUID)):
+				early = tgid
+			case slices.Contains(cs, serving(unix.SYS_GETSID)):
+				late = tgid
+			}
+		}
+		if parent == 0 || early == 0 || late == 0 || len(calls) != 3 {
+			t.Fatalf("processes %v: want the parent's mkdir and early's getuid before serving, late's getsid serving", calls)
+		}
+		if want := map[int]bool{parent: false, early: false, late: true}; !maps.Equal(born, want) {
+			t.Errorf("serve events (process: born) %v, want %v", born, want)
+		}
+		for tgid, cs := range calls {
+			// Starting calls, then serving ones from the first
+			// epoll_wait on, or from birth for late.
+			first := slices.IndexFunc(cs, func(c string) bool { return strings.HasSuffix(c, ":true") })
+			if tgid != late && (first < 0 || cs[first] != serving(unix.SYS_EPOLL_WAIT)) || tgid == late && first != 0 {
+				t.Errorf("process %d: calls %v start serving at %d", tgid, cs, first)
+			}
+			if first >= 0 && slices.ContainsFunc(cs[first:], func(c string) bool { return strings.HasSuffix(c, ":false") }) {
+				t.Errorf("process %d: calls %v stop serving", tgid, cs)
+			}
+		}
+	})
+	t.Run("no phases", func(t *testing.T) {
+		tr := open(t, trace.Options{})
+		args[1] = t.TempDir()
+		for _, ev := range run(t, tr, args, nil) {
+			if s, ok := ev.(*trace.Syscall); ok && s.Serving {
+				t.Errorf("call %d of process %d serving without phases", s.Nr, s.TGID)
+			}
+			if _, ok := ev.(*trace.Serve); ok {
+				t.Errorf("serve event without phases: %+v", ev)
+			}
+		}
+	})
 }

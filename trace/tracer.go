@@ -22,6 +22,10 @@ type Options struct {
 	// StackBytes is how much of a thread's stack a snapshot copies,
 	// from MinStackBytes to MaxStackBytes. Zero means DefaultStackBytes.
 	StackBytes int
+	// ServingFrom, if not empty, tells calls apart by phase (see the
+	// package doc): it numbers the calls, as Syscall.Nr does, whose first
+	// one starts a process's serving phase.
+	ServingFrom []uint32
 }
 
 // Sizes.
@@ -72,6 +76,10 @@ func Open(opts Options) (*Tracer, error) {
 	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
 		return nil, fmt.Errorf("trace: load: %w", err)
 	}
+	if err := t.servingFrom(opts.ServingFrom); err != nil {
+		t.Close()
+		return nil, err
+	}
 	if err := t.attach(); err != nil {
 		t.Close()
 		return nil, err
@@ -107,6 +115,45 @@ func configure(spec *ebpf.CollectionSpec, opts Options) error {
 	spec.Maps[recorderMapScratches].MaxEntries = uint32(cpus) * uint32(recorderScratchUserSCRATCH_USERS)
 	if err := spec.Variables[recorderVarStackBytes].Set(uint32(stack)); err != nil {
 		return fmt.Errorf("trace: set the stack copy size: %w", err)
+	}
+	for _, nr := range opts.ServingFrom {
+		if _, ok := servingSlot(nr); !ok {
+			return fmt.Errorf("trace: serving from call %#x: not a number any ABI can have", nr)
+		}
+	}
+	phases := uint32(0)
+	if len(opts.ServingFrom) > 0 {
+		phases = 1
+	}
+	if err := spec.Variables[recorderVarPhases].Set(phases); err != nil {
+		return fmt.Errorf("trace: set phases: %w", err)
+	}
+	return nil
+}
+
+// servingSlot is where call nr (as Syscall.Nr numbers it) is marked in the
+// serving_from map, 1024 calls per ABI (recorder.c's serving_slot).
+func servingSlot(nr uint32) (uint32, bool) {
+	base := uint32(0)
+	switch {
+	case nr&I386 != 0:
+		base, nr = 2048, nr&^I386
+	case nr&x32Bit != 0:
+		base, nr = 1024, nr&^x32Bit
+	}
+	return base + nr, nr < 1024
+}
+
+// x32Bit marks an x32 call's number (__X32_SYSCALL_BIT).
+const x32Bit = 0x40000000
+
+// servingFrom marks the calls that start a process's serving phase.
+func (t *Tracer) servingFrom(nrs []uint32) error {
+	for _, nr := range nrs {
+		slot, _ := servingSlot(nr)
+		if err := t.objs.ServingFrom.Put(slot, uint32(1)); err != nil {
+			return fmt.Errorf("trace: serving from call %#x: %w", nr, err)
+		}
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -25,6 +27,9 @@ type recordCmd struct {
 	allowLossy bool
 	stackBytes int
 	quiet      bool
+	// phases and servingFrom record by phase (record.Options.ServingFrom).
+	phases      bool
+	servingFrom []string
 	running
 	// bound is "static" to compare the recording with the inferred
 	// calls.
@@ -63,6 +68,18 @@ them alone (the recordings of a container's replicas, for instance).
 --format syso-json writes {"path": {"x86_64 syscall number": count}}, as
 addrfilter's tools do.
 
+--phases records by phase: the policy says, besides each compartment's
+calls, which of them it made while serving (serving = [...]), and which
+calls start serving (serving-from). A process serves from its own first
+call of epoll_wait, epoll_pwait, epoll_pwait2, accept, accept4 or
+rt_sigsuspend (the wait of a master process such as nginx's), that call
+included, or from its birth when a process that serves forks it; its
+threads share its phase, and it keeps serving across execve.
+--serving-from CALL,... names other calls and implies --phases. If no
+process reaches a serving call, the policy has no phases (a warning says
+so). Recordings with phases merge only with recordings serving from the
+same calls; syso JSON has no phases.
+
 --cgroup DIR, --pid PID or --container ID record what already runs instead
 of CMD: every process of a cgroup (a directory of a mounted cgroup
 hierarchy, and the cgroups below it), of the cgroup of process PID (a
@@ -91,7 +108,9 @@ plus the signal that killed it, once the policy is written.`,
   syscell record --format syso-json -o calls.json -- ./bench
   syscell record --container web-1 -o web-1.toml
   syscell record --merge web-1.toml --merge web-2.toml -o web.toml
-  syscell record --bound static -o redis.toml -- redis-server`,
+  syscell record --bound static -o redis.toml -- redis-server
+  syscell record --phases -o nginx.toml -- nginx -g 'daemon off;'
+  syscell record --serving-from poll -o server.toml -- ./server`,
 		RunE: func(cmd *cobra.Command, args []string) error { return c.run(cmd, args) },
 	}
 	fs := cmd.Flags()
@@ -99,10 +118,13 @@ plus the signal that killed it, once the policy is written.`,
 	fs.SetInterspersed(false)
 	fs.StringVarP(&c.output, "output", "o", "", "write the policy to `FILE` (default: standard output)")
 	fs.StringArrayVar(&c.merge, "merge", nil, "add an earlier recording from `FILE` (repeatable)")
-	fs.StringVar(&c.format, "format", "toml", "toml (a syscell policy) or syso-json")
+	fs.StringVar(&c.format, "format", "toml", "toml (a syscell policy) or syso-json (which has no phases)")
 	fs.BoolVar(&c.allowLossy, "allow-lossy", false, "write the policy even if calls were lost or could not be attributed")
 	fs.IntVar(&c.stackBytes, "stack-bytes", trace.DefaultStackBytes, fmt.Sprintf("`BYTES` of stack to copy for an unwind, %d to %d", trace.MinStackBytes, trace.MaxStackBytes))
 	fs.BoolVarP(&c.quiet, "quiet", "q", false, "no progress lines")
+	fs.BoolVar(&c.phases, "phases", false, "record by phase: also the calls made while serving, from a process's first "+
+		strings.Join(record.DefaultServingFrom, ", ")+" (not written in syso JSON)")
+	fs.StringSliceVar(&c.servingFrom, "serving-from", nil, "record by phase, serving from the first of these `CALL`s (comma-separated; implies --phases)")
 	c.running.register(fs)
 	fs.StringVar(&c.bound, "bound", "", "static: compare the recording with the inferred calls")
 	c.cache.register(cmd)
@@ -122,8 +144,14 @@ func (c *recordCmd) run(cmd *cobra.Command, args []string) error {
 		return inputErrorf("%s records what already runs: no CMD", target)
 	case target != "":
 		return c.recordRunning(cmd, earlier)
+	case len(args) == 0 && len(earlier) > 0 && c.phased():
+		return inputErrorf("--phases and --serving-from say how CMD is recorded; merged recordings keep their own phases")
 	case len(args) == 0 && len(earlier) > 0:
-		return c.write(cmd, record.Merge(earlier...))
+		rec, err := record.Merge(earlier...)
+		if err != nil {
+			return inputErrorf("%v", err)
+		}
+		return c.write(cmd, rec)
 	case len(args) == 0:
 		return inputErrorf("usage: %s", cmd.UseLine())
 	}
@@ -131,13 +159,18 @@ func (c *recordCmd) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return inputErrorf("%s: %w", args[0], errors.Unwrap(err))
 	}
+	source := "the run of " + args[0]
+	if err := c.checkMerges(cmd, source, earlier); err != nil {
+		return err
+	}
 	rec, state, err := c.record(cmd, path, args)
 	if err != nil {
 		return err
 	}
+	rec.Source = source
 	fmt.Fprint(cmd.ErrOrStderr(), "syscell: "+rec.Summary())
-	if len(earlier) > 0 {
-		rec = record.Merge(append([]*record.Recording{rec}, earlier...)...)
+	if rec, err = c.withEarlier(cmd, rec, earlier); err != nil {
+		return err
 	}
 	if c.bound == "" {
 		if err := c.write(cmd, rec); err != nil {
@@ -179,7 +212,60 @@ func (c *recordCmd) check() error {
 	if c.stackBytes < trace.MinStackBytes || c.stackBytes > trace.MaxStackBytes {
 		return inputErrorf("--stack-bytes: %d is not between %d and %d", c.stackBytes, trace.MinStackBytes, trace.MaxStackBytes)
 	}
+	if _, err := record.ServingNumbers(c.servingFrom); err != nil {
+		return inputErrorf("--serving-from: %v", err)
+	}
 	return checkOutput("-o", c.output)
+}
+
+// checkMerges refuses, before anything runs, earlier recordings whose
+// phases differ from each other's or from the recording's to be made
+// (named source).
+func (c *recordCmd) checkMerges(cmd *cobra.Command, source string, earlier []*record.Recording) error {
+	this := &record.Recording{Source: source}
+	if from := c.options(cmd).ServingFrom; len(from) > 0 {
+		this.ServingFrom = slices.Compact(slices.Sorted(slices.Values(from)))
+	}
+	if err := record.CheckPhases(append([]*record.Recording{this}, earlier...)...); err != nil {
+		return inputErrorf("%v", err)
+	}
+	return nil
+}
+
+// phased says whether CMD is recorded by phase.
+func (c *recordCmd) phased() bool { return c.phases || len(c.servingFrom) > 0 }
+
+// options are the recording's options.
+func (c *recordCmd) options(cmd *cobra.Command) record.Options {
+	opts := record.Options{Trace: trace.Options{StackBytes: c.stackBytes}}
+	if !c.quiet {
+		opts.Progress = cmd.ErrOrStderr()
+	}
+	switch {
+	case len(c.servingFrom) > 0:
+		opts.ServingFrom = c.servingFrom
+	case c.phases:
+		opts.ServingFrom = record.DefaultServingFrom
+	}
+	return opts
+}
+
+// withEarlier adds the earlier recordings to this run's. A run with phases in
+// which no process served has none, unless it merges with recordings
+// that have: its calls are then all made before serving.
+func (c *recordCmd) withEarlier(cmd *cobra.Command, rec *record.Recording, earlier []*record.Recording) (*record.Recording, error) {
+	if rec.Phased() && rec.Stats.ServingProcesses == 0 && rec.Stats.Serving == 0 {
+		if len(earlier) == 0 {
+			fmt.Fprintf(cmd.ErrOrStderr(), "syscell: no process reached a serving call (%s): the policy has no phases\n", strings.Join(rec.ServingFrom, ", "))
+			rec.DropPhases()
+		} else {
+			fmt.Fprintf(cmd.ErrOrStderr(), "syscell: no process reached a serving call (%s): this run's calls are all made before serving\n", strings.Join(rec.ServingFrom, ", "))
+		}
+	}
+	if len(earlier) == 0 {
+		return rec, nil
+	}
+	return record.Merge(append([]*record.Recording{rec}, earlier...)...)
 }
 
 // loadMerges reads the --merge files before CMD runs: a bad one stops
@@ -217,10 +303,8 @@ func (c *recordCmd) record(cmd *cobra.Command, path string, args []string) (*rec
 	target := exec.Command(path, args[1:]...)
 	target.Args[0] = args[0]
 	target.Stdin, target.Stdout, target.Stderr = cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()
-	opts := record.Options{Trace: trace.Options{StackBytes: c.stackBytes}, Signals: signals}
-	if !c.quiet {
-		opts.Progress = cmd.ErrOrStderr()
-	}
+	opts := c.options(cmd)
+	opts.Signals = signals
 	rec, state, err := record.Run(ctx, target, opts)
 	if errors.Is(err, unix.EPERM) {
 		return nil, nil, fmt.Errorf("record needs root (CAP_BPF and CAP_PERFMON) to load its eBPF program: %w", err)

@@ -16,7 +16,6 @@ import (
 	"github.com/syscell/syscell/internal/cgroups"
 	"github.com/syscell/syscell/record"
 	"github.com/syscell/syscell/supervisor"
-	"github.com/syscell/syscell/trace"
 )
 
 // running names what record attaches to instead of starting a command.
@@ -102,12 +101,13 @@ func (c *recordCmd) recordRunning(cmd *cobra.Command, earlier []*record.Recordin
 	if err != nil {
 		return err
 	}
+	source := "the recording of " + dir
+	if err := c.checkMerges(cmd, source, earlier); err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), unix.SIGINT, unix.SIGTERM)
 	defer stop()
-	opts := record.AttachOptions{Options: record.Options{Trace: trace.Options{StackBytes: c.stackBytes}}}
-	if !c.quiet {
-		opts.Progress = cmd.ErrOrStderr()
-	}
+	opts := record.AttachOptions{Options: c.options(cmd)}
 	a, err := record.Attach(record.CgroupTasks(dir), opts)
 	if err != nil {
 		if errors.Is(err, unix.EPERM) {
@@ -120,9 +120,10 @@ func (c *recordCmd) recordRunning(cmd *cobra.Command, earlier []*record.Recordin
 	if err != nil {
 		return err
 	}
+	rec.Source = source
 	fmt.Fprint(cmd.ErrOrStderr(), "syscell: "+rec.Summary())
-	if len(earlier) > 0 {
-		rec = record.Merge(append([]*record.Recording{rec}, earlier...)...)
+	if rec, err = c.withEarlier(cmd, rec, earlier); err != nil {
+		return err
 	}
 	return c.write(cmd, rec)
 }
