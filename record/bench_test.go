@@ -20,15 +20,17 @@ import (
 
 // BenchmarkGetpidOverhead measures what recording adds to a system call:
 // prog's loop of 1,000,000 getpid calls made by libgetpid.so (the
-// program's own clock, around the loop), untraced, recorded, and untraced
-// while another program is recorded (what every other process on the
-// machine pays), in turn, once per iteration. It reports the medians and
-// the differences. Run with -benchtime=Nx: each iteration runs the loop
-// three times.
+// program's own clock, around the loop), untraced, recorded, recorded by
+// phase (the default serving calls, none of which the loop makes: each
+// call looks its process's phase up and its number among the serving
+// calls), and untraced while another program is recorded (what every
+// other process on the machine pays), in turn, once per iteration. It
+// reports the medians and the differences. Run with -benchtime=Nx: each
+// iteration runs the loop four times.
 func BenchmarkGetpidOverhead(b *testing.B) {
 	dir := fixtureDir(b)
 	args := []string{filepath.Join(dir, fixtures.Prog), "loop", "1000000"}
-	var plain, recorded, bystander []float64
+	var plain, recorded, phased, bystander []float64
 	for b.Loop() {
 		plain = append(plain, nsPerCall(b, exec.Command(args[0], args[1:]...)))
 		out, rec := recordOutput(b, args)
@@ -36,11 +38,18 @@ func BenchmarkGetpidOverhead(b *testing.B) {
 			b.Fatalf("lossy recording:\n%s", rec.Summary())
 		}
 		recorded = append(recorded, parseFloat(b, out))
+		out, rec = recordOutput(b, args, record.Options{ServingFrom: record.DefaultServingFrom})
+		if rec.Lossy() || !rec.Phased() {
+			b.Fatalf("lossy or unphased recording:\n%s", rec.Summary())
+		}
+		phased = append(phased, parseFloat(b, out))
 		bystander = append(bystander, whileRecording(b, exec.Command(args[0], args[1:]...)))
 	}
 	b.ReportMetric(median(plain), "ns/call-untraced")
 	b.ReportMetric(median(recorded), "ns/call-recorded")
 	b.ReportMetric(median(recorded)-median(plain), "ns/call-added")
+	b.ReportMetric(median(phased)-median(plain), "ns/call-added-by-phase")
+	b.ReportMetric(median(phased)/median(recorded), "by-phase/recorded")
 	b.ReportMetric(median(bystander)-median(plain), "ns/call-added-to-others")
 }
 
@@ -107,13 +116,18 @@ func whileRecording(b *testing.B, cmd *exec.Cmd) float64 {
 	return ns
 }
 
-// recordOutput records args and returns what the program printed.
-func recordOutput(b *testing.B, args []string) (string, *record.Recording) {
+// recordOutput records args, with opts if given, and returns what the
+// program printed.
+func recordOutput(b *testing.B, args []string, opts ...record.Options) (string, *record.Recording) {
 	b.Helper()
 	var out bytes.Buffer
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdout = &out
-	rec, state, err := record.Run(context.Background(), cmd, record.Options{})
+	var o record.Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	rec, state, err := record.Run(context.Background(), cmd, o)
 	if err != nil {
 		b.Fatal(err)
 	}
