@@ -20,15 +20,20 @@ import (
 
 // BenchmarkGetpidOverhead measures what recording adds to a system call:
 // prog's loop of 1,000,000 getpid calls made by libgetpid.so (the
-// program's own clock, around the loop), untraced, recorded, and untraced
-// while another program is recorded (what every other process on the
-// machine pays), in turn, once per iteration. It reports the medians and
-// the differences. Run with -benchtime=Nx: each iteration runs the loop
-// three times.
+// program's own clock, around the loop), untraced, recorded, recorded by
+// phase while starting (the default serving calls, none of which the loop
+// makes: each call looks its process's phase up and its number among the
+// serving calls) and while serving (from the first getpid: each call
+// finds its thread's note that its process serves), and untraced while
+// another program is recorded (what every other process on the machine
+// pays), in turn, once per iteration. It reports the medians, the
+// differences, and the ratios of the costs added by phase to the cost
+// added without. Run with -benchtime=Nx: each iteration runs the loop five
+// times.
 func BenchmarkGetpidOverhead(b *testing.B) {
 	dir := fixtureDir(b)
 	args := []string{filepath.Join(dir, fixtures.Prog), "loop", "1000000"}
-	var plain, recorded, bystander []float64
+	var plain, recorded, starting, serving, bystander []float64
 	for b.Loop() {
 		plain = append(plain, nsPerCall(b, exec.Command(args[0], args[1:]...)))
 		out, rec := recordOutput(b, args)
@@ -36,11 +41,24 @@ func BenchmarkGetpidOverhead(b *testing.B) {
 			b.Fatalf("lossy recording:\n%s", rec.Summary())
 		}
 		recorded = append(recorded, parseFloat(b, out))
+		for _, phase := range []struct {
+			servingFrom []string
+			ns          *[]float64
+		}{{record.DefaultServingFrom, &starting}, {[]string{"getpid"}, &serving}} {
+			out, rec = recordOutput(b, args, record.Options{ServingFrom: phase.servingFrom})
+			if rec.Lossy() || !rec.Phased() {
+				b.Fatalf("lossy or unphased recording:\n%s", rec.Summary())
+			}
+			*phase.ns = append(*phase.ns, parseFloat(b, out))
+		}
 		bystander = append(bystander, whileRecording(b, exec.Command(args[0], args[1:]...)))
 	}
 	b.ReportMetric(median(plain), "ns/call-untraced")
 	b.ReportMetric(median(recorded), "ns/call-recorded")
 	b.ReportMetric(median(recorded)-median(plain), "ns/call-added")
+	added := median(recorded) - median(plain)
+	b.ReportMetric((median(starting)-median(plain))/added, "added-by-phase-starting/added")
+	b.ReportMetric((median(serving)-median(plain))/added, "added-by-phase-serving/added")
 	b.ReportMetric(median(bystander)-median(plain), "ns/call-added-to-others")
 }
 
@@ -107,13 +125,18 @@ func whileRecording(b *testing.B, cmd *exec.Cmd) float64 {
 	return ns
 }
 
-// recordOutput records args and returns what the program printed.
-func recordOutput(b *testing.B, args []string) (string, *record.Recording) {
+// recordOutput records args, with opts if given, and returns what the
+// program printed.
+func recordOutput(b *testing.B, args []string, opts ...record.Options) (string, *record.Recording) {
 	b.Helper()
 	var out bytes.Buffer
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdout = &out
-	rec, state, err := record.Run(context.Background(), cmd, record.Options{})
+	var o record.Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	rec, state, err := record.Run(context.Background(), cmd, o)
 	if err != nil {
 		b.Fatal(err)
 	}

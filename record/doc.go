@@ -10,4 +10,8 @@
 // kernel counts later calls of the same path itself. Nothing is guessed: a
 // call that cannot be attributed, and an event the kernel could not
 // deliver, is counted and reported, and makes the recording lossy.
+//
+// A recording may tell phases apart (phases.go): the calls each
+// compartment made once its process served, from the first call of a
+// server's serving loop, as well as all of them.
 package record

@@ -315,6 +315,11 @@ struct scratch {
 	char tmp[PATH_BUF + NAME_MAX_LEN + 1];
 };
 
+// Values of the tasks map: a traced task, and one that saw its process
+// serve (phases).
+#define TASK_TRACED 1
+#define TASK_SERVING 2
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
@@ -901,17 +906,23 @@ static __always_inline void start_serving(struct task_struct *task, __u32 tgid, 
 }
 
 // phase_of returns the phase of the current process at a call of nr,
-// which may start its serving phase.
-static __always_inline __u32 phase_of(struct task_struct *task, __u32 nr)
+// which may start its serving phase; traced is the thread's entry in the
+// tasks map. A process never stops serving, so a thread that saw its
+// process serve notes it in its entry and looks no further: once a
+// process serves, its calls cost no lookup more than without phases.
+static __always_inline __u32 phase_of(struct task_struct *task, __u32 *traced, __u32 nr)
 {
-	__u32 tgid = task->tgid;
-	if (bpf_map_lookup_elem(&serving, &tgid))
+	if (*traced == TASK_SERVING)
 		return PHASE_SERVING;
-	__u32 slot = serving_slot(nr);
-	__u32 *starts = bpf_map_lookup_elem(&serving_from, &slot);
-	if (!starts || !*starts)
-		return PHASE_STARTING;
-	start_serving(task, tgid, 0);
+	__u32 tgid = task->tgid;
+	if (!bpf_map_lookup_elem(&serving, &tgid)) {
+		__u32 slot = serving_slot(nr);
+		__u32 *starts = bpf_map_lookup_elem(&serving_from, &slot);
+		if (!starts || !*starts)
+			return PHASE_STARTING;
+		start_serving(task, tgid, 0);
+	}
+	*traced = TASK_SERVING;
 	return PHASE_SERVING;
 }
 
@@ -919,13 +930,14 @@ SEC("tp_btf/sys_enter")
 int on_sys_enter(__u64 *ctx)
 {
 	__u32 tid = bpf_get_current_pid_tgid();
-	if (!bpf_map_lookup_elem(&tasks, &tid))
+	__u32 *traced = bpf_map_lookup_elem(&tasks, &tid);
+	if (!traced)
 		return 0;
 
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 regs = ctx[0];
 	__u32 nr = record_nr(task, ctx[1]);
-	__u32 phase = phases ? phase_of(task, nr) : PHASE_STARTING;
+	__u32 phase = phases ? phase_of(task, traced, nr) : PHASE_STARTING;
 	__u64 aspace = task->mm->context.ctx_id;
 	__u64 epoch;
 	__u64 *known = bpf_map_lookup_elem(&aspaces, &aspace);
@@ -1031,8 +1043,8 @@ int on_fork(__u64 *ctx)
 	if (!bpf_map_lookup_elem(&tasks, &ptid))
 		return 0;
 	__u32 ctid = child->pid;
-	__u32 one = 1;
-	if (bpf_map_update_elem(&tasks, &ctid, &one, BPF_NOEXIST) != 0) {
+	__u32 entry = TASK_TRACED;
+	if (bpf_map_update_elem(&tasks, &ctid, &entry, BPF_NOEXIST) != 0) {
 		count_lost(LOST_TASK);
 		return 0;
 	}
@@ -1064,8 +1076,8 @@ int on_exec(__u64 *ctx)
 		return 0;
 	__u32 tid = p->pid;
 	if (tid != old) {
-		__u32 one = 1;
-		bpf_map_update_elem(&tasks, &tid, &one, BPF_ANY);
+		__u32 entry = TASK_TRACED;
+		bpf_map_update_elem(&tasks, &tid, &entry, BPF_ANY);
 		bpf_map_delete_elem(&tasks, &old);
 	}
 	struct scratch *s = get_scratch(SCRATCH_EXEC);

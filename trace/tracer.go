@@ -182,6 +182,8 @@ func (t *Tracer) attach() error {
 // Trace starts tracing the task tid and every task it creates from now
 // on.
 func (t *Tracer) Trace(tid int) error {
+	// 1 is TASK_TRACED (recorder.c): a task whose process has not been
+	// seen serving.
 	if err := t.objs.Tasks.Put(uint32(tid), uint32(1)); err != nil {
 		return fmt.Errorf("trace: trace task %d: %w", tid, err)
 	}
