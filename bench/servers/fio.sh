@@ -15,6 +15,12 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 PACKAGES=(fio)
+# fio serves no clients: in phases, its jobs' processes serve from their
+# first write of the timed part (the layout writes with write, and the
+# loader reads every library with pread64, so pread64 would start
+# serving before main), and the main process from its first wait for
+# the jobs it started.
+SERVING_FROM=pwrite64,wait4
 FIO_SECONDS=${FIO_SECONDS:-10}
 
 server_prepare() {

@@ -27,7 +27,9 @@
 #
 # Environment: SYSCELL (default: the repository's bin/syscell, built when
 # missing), STACK_BYTES (passed as --stack-bytes when set), ALLOW_LOSSY=1
-# (passes --allow-lossy; the loss is in the log), READY_TIMEOUT,
+# (passes --allow-lossy; the loss is in the log), PHASES=0 (records one
+# phase; by default `record --phases`, with the server script's
+# SERVING_FROM calls where it sets them), READY_TIMEOUT,
 # STOP_TIMEOUT and RUN_TIMEOUT in seconds.
 
 set -euo pipefail
@@ -211,6 +213,10 @@ record_run() {
 	local flags=("$@")
 	[[ -n ${STACK_BYTES:-} ]] && flags+=(--stack-bytes "$STACK_BYTES")
 	[[ ${ALLOW_LOSSY:-0} == 1 ]] && flags+=(--allow-lossy)
+	if [[ ${PHASES:-1} == 1 ]]; then
+		flags+=(--phases)
+		[[ -n ${SERVING_FROM:-} ]] && flags+=(--serving-from "$SERVING_FROM")
+	fi
 	[[ $(id -u) -eq 0 ]] || die "needs root (apt-get, and syscell record's eBPF program)"
 	ensure_packages "${PACKAGES[@]}"
 	ensure_syscell
