@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"testing"
 	"time"
 
@@ -37,19 +38,61 @@ func TestServersUnderRecordedPolicies(t *testing.T) {
 		checkRecordedFor(t, filepath.Join("../docs/servers", server+".toml"))
 	}
 	dir := t.TempDir()
+	syscell := buildSyscell(t, dir, gcc)
+	serveQuickly(t, bash, syscell, "../docs/servers", filepath.Join(dir, "out"))
+}
+
+// TestServersRecordedByPhase records each server once by phase under its
+// load (bench/servers/record.sh, RUNS=1), and runs them under these
+// policies as TestServersUnderRecordedPolicies does: a policy recorded by
+// phase must serve its load with no call denied, in its serving phase
+// included.
+func TestServersRecordedByPhase(t *testing.T) {
+	requireRoot(t)
+	bash := need(t, "bash", "bash")
+	gcc := need(t, "gcc", "gcc")
+	dir := t.TempDir()
+	syscell := buildSyscell(t, dir, gcc)
+	policies := filepath.Join(dir, "policies")
+	cmd := exec.Command(bash, "../bench/servers/record.sh", "all", policies)
+	cmd.Env = append(cmd.Environ(), "SYSCELL="+syscell, "RUNS=1")
+	execute(t, serversTimeout, cmd)
+	for _, server := range servers {
+		p, _, err := policy.Load(filepath.Join(policies, server+".toml"), policy.OCIOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !p.Phased() || !slices.ContainsFunc(p.Compartments, func(c policy.Compartment) bool { return len(c.Serving) < len(c.Syscalls) }) {
+			t.Errorf("%s: recorded with no phases, or with no compartment narrowed while serving", server)
+		}
+	}
+	serveQuickly(t, bash, syscell, policies, filepath.Join(dir, "out"))
+}
+
+// buildSyscell builds syscell and its audit library into dir.
+func buildSyscell(t *testing.T, dir, gcc string) string {
+	t.Helper()
 	syscell := filepath.Join(dir, "syscell")
 	goTool := need(t, "go", "Go")
 	execute(t, buildTimeout, exec.Command(goTool, "build", "-o", syscell, "github.com/syscell/syscell/cmd/syscell"))
 	if diag, err := cell.BuildLibrary("../audit", cell.LibraryPath(syscell), gcc); err != nil {
 		t.Fatalf("build the audit library: %v\n%s", err, diag)
 	}
-	cmd := exec.Command(bash, "../bench/servers/throughput.sh", "--quick", "all", filepath.Join(dir, "out"))
-	cmd.Env = append(cmd.Environ(), "SYSCELL="+syscell)
-	out := string(execute(t, serversTimeout, cmd))
-	t.Logf("bench/servers/throughput.sh --quick all:\n%s", out)
+	return syscell
+}
+
+// serveQuickly runs bench/servers/throughput.sh --quick on the policies
+// of directory policies, which fails on any denied call, and checks that
+// every server has its row of figures.
+func serveQuickly(t *testing.T, bash, syscell, policies, out string) {
+	t.Helper()
+	cmd := exec.Command(bash, "../bench/servers/throughput.sh", "--quick", "all", out)
+	cmd.Env = append(cmd.Environ(), "SYSCELL="+syscell, "POLICIES="+policies)
+	text := string(execute(t, serversTimeout, cmd))
+	t.Logf("bench/servers/throughput.sh --quick all (%s):\n%s", policies, text)
 	for _, server := range servers {
 		row := regexp.MustCompile(`(?m)^\| ` + server + ` \|.*\| [0-9.]+ \|`)
-		if !row.MatchString(out) {
+		if !row.MatchString(text) {
 			t.Errorf("%s: no row with its figures in the table", server)
 		}
 	}
