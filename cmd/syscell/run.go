@@ -200,6 +200,9 @@ func (c *runCmd) run(cmd *cobra.Command, args []string) error {
 	if len(p.Compartments) > 0 && !c.wholeProcess {
 		return c.runCompartments(cmd, args, path, p, mode)
 	}
+	if p.Phased() {
+		warn(cmd, []string{c.policy + ": phases (serving-from) narrow compartments, which a whole-process filter has not: the rules hold in both phases"})
+	}
 	if c.stats {
 		if c.wholeProcess {
 			return inputErrorf("--stats: --whole-process enforces the rules alone, so no call is supervised")
