@@ -59,6 +59,7 @@ func (s *supervisor) startServing(p *process) {
 	defer s.mu.Unlock()
 	if p.servingSince == 0 {
 		p.servingSince = now
+		s.served++
 	}
 }
 

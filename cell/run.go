@@ -108,6 +108,11 @@ type Result struct {
 	// Callers counts where the supervisor found the callers it looked
 	// for.
 	Callers Callers
+	// Phased says the policy narrows compartments once their processes
+	// serve; Served counts the processes the supervisor knew to serve:
+	// marked at their first serving call, or born of a serving process.
+	Phased bool
+	Served int
 }
 
 // Callers counts where the supervisor found the threads whose callers it
@@ -174,7 +179,7 @@ func Run(ctx context.Context, p *policy.Policy, cmd enforce.Command, opt Options
 func (s *supervisor) result(start *Start) *Result {
 	res := &Result{Start: start, Supervised: s.stats.list(), Latency: s.stats.summary(),
 		Denied: s.denied.list(), FirstDenied: s.first, KernelErr: s.counterErr,
-		Callers: Callers{Snapshots: s.fromSnapshots.Load(), Proc: s.fromProc.Load()}}
+		Callers: Callers{Snapshots: s.fromSnapshots.Load(), Proc: s.fromProc.Load()}, Phased: s.phased, Served: s.served}
 	if s.counter != nil {
 		res.Kernel, res.KernelErr = s.counter.stop()
 	}

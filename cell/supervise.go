@@ -54,8 +54,10 @@ type supervisor struct {
 	ringOps []iouring.Op
 	// denyProcMem refuses opens of /proc/PID/mem for writing (procmem.go).
 	denyProcMem bool
-	// phased says that processes narrow once they serve (phases.go).
+	// phased says that processes narrow once they serve (phases.go);
+	// served counts those that did, under mu.
 	phased bool
+	served int
 
 	mu      sync.Mutex
 	threads map[int]*thread

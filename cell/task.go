@@ -281,7 +281,9 @@ func (s *supervisor) process(tgid int) (*process, error) {
 	}
 	p := &process{tgid: tgid, pidfd: pidfd, bound: s.inheritedBound(tgid)}
 	if s.phased {
-		p.servingSince = s.inheritedServing(tgid)
+		if p.servingSince = s.inheritedServing(tgid); p.servingSince != 0 {
+			s.served++
+		}
 	}
 	s.procs[tgid] = p
 	s.watch(tgid)

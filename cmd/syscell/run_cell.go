@@ -149,6 +149,9 @@ func tellCell(w io.Writer, mode enforce.Mode, name string, res *cell.Result, sta
 	fmt.Fprintf(w, "syscell: the filter: %d instructions for %d compartments, compiled at start in %.2f ms\n",
 		res.Start.Instructions, len(res.Start.Layout.Slots), float64(res.Start.CompileTime.Microseconds())/1000)
 	tellKernel(w, res)
+	if res.Phased {
+		fmt.Fprintf(w, "syscell: %d processes served (the policy's phases)\n", res.Served)
+	}
 	if len(res.Supervised) == 0 {
 		fmt.Fprintf(w, "syscell: no call was supervised\n")
 		return
