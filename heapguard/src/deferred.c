@@ -71,9 +71,11 @@ static int class_of(size_t size, size_t align)
 		c = 8 + (lg - 7) * 4 + (int)((s >> (lg - 2)) & 3);
 	}
 	// Every slot of a class lies at a multiple of its size in an aligned
-	// span: a class whose size align divides keeps the alignment.
+	// span: a class whose size align divides keeps the alignment. align is
+	// a power of two (the entry points see to it), so a mask tests that: a
+	// division here cost 60 % of hd_alloc's samples on binary-trees.
 	for (; c < HD_CLASSES; c++)
-		if (class_size[c] % align == 0)
+		if (!(class_size[c] & (align - 1)))
 			return c;
 	return -1;
 }
