@@ -3,6 +3,9 @@
 # and `envs` (each one's environment: LD_PRELOAD and the guard's mode).
 # Anchors built elsewhere join when their LD_PRELOAD value is given:
 # FFMALLOC=/path/libffmallocnpmt.so, MARKUS=/path/libgc.so:/path/libgccpp.so.
+# GUARD_BEFORE=/path/guard.so adds "before": deferred mode of another build
+# of the guard (an earlier commit's, made with its heapguard/build.sh), so
+# that a change is measured against what it changes in the same rounds.
 # CONFIGS="glibc deferred ..." keeps only those.
 
 configs_define() {
@@ -15,6 +18,7 @@ configs_define() {
 	configs=(glibc strict deferred)
 	[[ -z ${FFMALLOC:-} ]] || { envs[ffmalloc]="LD_PRELOAD=$FFMALLOC"; configs+=(ffmalloc); }
 	[[ -z ${MARKUS:-} ]] || { envs[markus]="LD_PRELOAD=$MARKUS"; configs+=(markus); }
+	[[ -z ${GUARD_BEFORE:-} ]] || { envs[before]="LD_PRELOAD=$GUARD_BEFORE SYSCELL_HEAPGUARD=deferred"; configs+=(before); }
 	[[ -n ${CONFIGS:-} ]] || return 0
 	read -ra configs <<<"$CONFIGS"
 	for c in "${configs[@]}"; do

@@ -8,7 +8,12 @@
 # throughput ratio:
 #
 #   [FFMALLOC=/path/libffmallocnpmt.so] [MARKUS=/path/libgc.so:/path/libgccpp.so]
-#   [CONFIGS="glibc strict deferred ..."] bench/heapguard/run.sh [RUNS] [WORKLOAD...]
+#   [GUARD_BEFORE=/path/guard.so] [CONFIGS="glibc strict deferred ..."] \
+#     bench/heapguard/run.sh [RUNS] [WORKLOAD...]
+#
+# GUARD_BEFORE: another build of the guard, run in deferred mode as
+# "before", e.g. an earlier commit's:
+#   git archive COMMIT heapguard | tar -x -C /tmp/old && /tmp/old/heapguard/build.sh /tmp/old.so
 #
 # FFMALLOC and MARKUS are LD_PRELOAD values; an anchor whose variable is
 # unset is left out. Naming workloads measures only those (and skips the

@@ -208,7 +208,8 @@ static void revoke_ranges(struct range *m, int n)
 			iov[pieces++] = (struct iovec){m[i].r->base + off, k * HG_PAGE};
 			bytes += k * HG_PAGE;
 		}
-	revoke_all(iov, pieces, bytes);
+	if (pieces)
+		revoke_all(iov, pieces, bytes);
 	for (int i = 0; i < pieces; i++)
 		count_dead(piece_of[i].r, piece_of[i].off, piece_of[i].pages);
 }

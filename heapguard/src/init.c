@@ -14,7 +14,7 @@
 struct hg_state hg = {.memfd = -1};
 int hg_mode;
 
-static atomic_int ready;	// 0: not started, 1: starting, 2: usable
+atomic_int hg_ready;	// 0: not started, 1: starting, 2: usable
 static atomic_int global_lock;
 static pthread_key_t exit_key;
 
@@ -131,13 +131,12 @@ static void finish_start(void)
 	hg_install_fault_handler();
 }
 
-void hg_init(void)
+// hg_start starts the guard, or waits for the thread that does (hg_init).
+void hg_start(void)
 {
-	if (atomic_load_explicit(&ready, memory_order_acquire) == 2)
-		return;
 	int expected = 0;
-	if (!atomic_compare_exchange_strong(&ready, &expected, 1)) {
-		while (atomic_load(&ready) != 2)
+	if (!atomic_compare_exchange_strong(&hg_ready, &expected, 1)) {
+		while (atomic_load(&hg_ready) != 2)
 			sched_yield();
 		return;
 	}
@@ -146,7 +145,7 @@ void hg_init(void)
 		hg_trace_depth = HD_TRACE_DEPTH;
 	if ((hg_mode == HG_DEFERRED ? hd_start() : start_heap()) != 0)
 		hg_fallback("cannot reserve the guarded heap's address space");
-	atomic_store_explicit(&ready, 2, memory_order_release);
+	atomic_store_explicit(&hg_ready, 2, memory_order_release);
 	// These may allocate; the heap is usable now.
 	finish_start();
 }

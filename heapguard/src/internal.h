@@ -112,7 +112,17 @@ struct hg_found {
 };
 
 // init.c
-void hg_init(void);
+extern atomic_int hg_ready;
+void hg_start(void);
+
+// hg_init starts the guard on first use; inline, since every malloc and
+// free asks.
+static inline void hg_init(void)
+{
+	if (__builtin_expect(atomic_load_explicit(&hg_ready, memory_order_acquire) != 2, 0))
+		hg_start();
+}
+
 void *hg_reserve(size_t len, int prot);
 void hg_drop(void *p, size_t len);
 void hg_lock(void);

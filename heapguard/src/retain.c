@@ -71,15 +71,28 @@ uint32_t hd_records_for(uintptr_t off, unsigned slots)
 	return start;
 }
 
-// forget_records drops the pages only forgotten spans' records used.
+// forget_records drops the pages only forgotten spans' records used, each
+// run of adjacent ones with one call (a span of 16-byte objects has 8
+// pages of records: binary-trees made 1,257 calls a page at a time).
 static void forget_records(uintptr_t off, const struct hd_span *s)
 {
 	uint8_t *users = rec_users_of(off);
 	uint32_t used = atomic_load(&hd.small.blocks[off / HD_BLOCK].rec_used);
 	char *area = (char *)hd.small_rec + off / HD_BLOCK * HD_REC_BLOCK;
-	for (uint32_t pg = s->rec_off / HG_PAGE; pg <= (s->rec_off + s->slots * 8 - 1) / HG_PAGE; pg++)
-		if (--users[pg] == 0 && used >= (pg + 1) * HG_PAGE)
-			drop(area + (size_t)pg * HG_PAGE, HG_PAGE);
+	uint32_t from = 0, n = 0;	// the run of pages to drop
+	for (uint32_t pg = s->rec_off / HG_PAGE; pg <= (s->rec_off + s->slots * 8 - 1) / HG_PAGE; pg++) {
+		if (--users[pg] != 0 || used < (pg + 1) * HG_PAGE)
+			continue;
+		if (n && from + n != pg) {
+			drop(area + (size_t)from * HG_PAGE, (size_t)n * HG_PAGE);
+			n = 0;
+		}
+		if (!n)
+			from = pg;
+		n++;
+	}
+	if (n)
+		drop(area + (size_t)from * HG_PAGE, (size_t)n * HG_PAGE);
 }
 
 // drop_span_table drops the pages of span entries that only blocks whose

@@ -42,10 +42,11 @@ int hg_small_class(size_t size, size_t align)
 	if (size > HG_SMALL_MAX)
 		return -1;
 	// Classes are ordered; the first that fits and keeps every slot
-	// (a multiple of its size from a page boundary) aligned.
+	// (a multiple of its size from a page boundary) aligned (align is a
+	// power of two: a mask, not a division).
 	int lo = size <= 128 ? (int)((size + 15) / 16) - 1 : 8;
 	for (int c = lo; c < HG_CLASSES; c++)
-		if (hg_class_size[c] >= size && hg_class_size[c] % align == 0)
+		if (hg_class_size[c] >= size && !(hg_class_size[c] & (align - 1)))
 			return c;
 	return -1;
 }
