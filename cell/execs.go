@@ -53,12 +53,6 @@ var errNotGranted = fmt.Errorf("the policy does not let the calling compartment 
 // o, starts: the bound o's own image has; none where the policy grants
 // o the program; else o's compartment, or, under ExecDeny, a refusal.
 func (s *supervisor) execBound(n *notify.Notification, o owner) (string, error) {
-	if o.proc == nil {
-		// An owner found from the instruction pointer alone.
-		if t, err := s.thread(n.Pid); err == nil {
-			o.proc = t.proc
-		}
-	}
 	if b := s.boundOf(o.proc); b != "" {
 		return b, nil
 	}

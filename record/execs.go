@@ -1,9 +1,6 @@
 package record
 
-import (
-	"github.com/syscell/syscell/attribute"
-	"github.com/syscell/syscell/trace"
-)
+import "github.com/syscell/syscell/trace"
 
 // A policy says which programs each compartment may start with their own
 // compartments (policy.Compartment.Exec): any other program it starts is
@@ -44,51 +41,27 @@ func (x *execs) exec(e *trace.Exec) {
 }
 
 // grant fills in each compartment's Execs: the compartments, by name, of
-// the programs its execs started. A program whose executable made no call
-// of its own (python3's, which hands over to libpython at once) gets a
-// compartment with no calls all the same, so that the exec can be
-// granted: otherwise the program would run bounded by its caller's calls.
-// It returns the compartments granted.
-func (x *execs) grant(reg *registry) map[*Compartment]bool {
+// the programs its execs started (a program that made no call of its own
+// has none).
+func (x *execs) grant(reg *registry) {
 	byPath := map[string]*Compartment{}
 	for _, c := range reg.comps {
-		if c.Path != "" {
+		if c.Path != "" && len(c.Calls) > 0 {
 			byPath[c.Path] = c
 		}
 	}
-	granted := map[*Compartment]bool{}
 	for id, programs := range x.started {
 		from, err := reg.get(id)
 		if err != nil {
 			continue
 		}
 		for path := range programs {
-			to := byPath[path]
-			if to == nil {
-				to = callless(reg, path)
-				byPath[path] = to
+			if to := byPath[path]; to != nil {
+				if from.Execs == nil {
+					from.Execs = map[string]bool{}
+				}
+				from.Execs[to.Name] = true
 			}
-			if to == nil {
-				continue
-			}
-			if from.Execs == nil {
-				from.Execs = map[string]bool{}
-			}
-			from.Execs[to.Name] = true
-			granted[to] = true
 		}
 	}
-	return granted
-}
-
-// callless registers the compartment of the program at path, an ELF file
-// that made no call of its own; nil where it cannot be read.
-func callless(reg *registry, path string) *Compartment {
-	id, err := attribute.FileBuildID(path)
-	if err != nil {
-		return nil
-	}
-	c := &Compartment{Name: path, Path: path, BuildID: id}
-	reg.add(key{path: path, buildID: id}, c)
-	return c
 }

@@ -391,12 +391,12 @@ func (r *recorder) finish(kernel map[trace.CountKey]uint64, lost trace.Lost) (*R
 		}
 	}
 	slices.Sort(rec.Arches)
-	granted := r.execs.grant(r.reg)
+	r.execs.grant(r.reg)
 	for id, c := range r.reg.comps {
 		switch {
 		case uint32(id+1) == startUpID:
 			rec.StartUp = c.Calls
-		case len(c.Calls) > 0 || granted[c]:
+		case len(c.Calls) > 0:
 			rec.Compartments = append(rec.Compartments, c)
 		}
 	}
