@@ -53,6 +53,12 @@ var errNotGranted = fmt.Errorf("the policy does not let the calling compartment 
 // o, starts: the bound o's own image has; none where the policy grants
 // o the program; else o's compartment, or, under ExecDeny, a refusal.
 func (s *supervisor) execBound(n *notify.Notification, o owner) (string, error) {
+	if o.proc == nil {
+		// An owner found from the instruction pointer alone.
+		if t, err := s.thread(n.Pid); err == nil {
+			o.proc = t.proc
+		}
+	}
 	if b := s.boundOf(o.proc); b != "" {
 		return b, nil
 	}
@@ -73,7 +79,8 @@ func (s *supervisor) execBound(n *notify.Notification, o owner) (string, error) 
 }
 
 // granted says whether the policy lets compartment caller start the
-// program the notified exec names with its own compartments.
+// program the notified exec names with its own compartments (by its
+// executable's compartment, or by its path where it has none).
 func (s *supervisor) granted(n *notify.Notification, caller string) bool {
 	grants := s.execs[caller]
 	if len(grants) == 0 {
@@ -98,8 +105,11 @@ func (s *supervisor) granted(n *notify.Notification, caller string) bool {
 		name = program
 	}
 	obj := s.objs.File(st.Dev, st.Ino, name, program)
-	comp, ok := s.ids.compartmentOf(obj)
-	return ok && grants[comp]
+	if comp, ok := s.ids.compartmentOf(obj); ok {
+		return grants[comp]
+	}
+	// An executable with no compartment, granted by its path.
+	return grants[obj.Path]
 }
 
 // programOf is the program an exec of path loads: path, or the first

@@ -132,13 +132,16 @@ func waitFor(t *testing.T, path, want string) string {
 // TestExecCollision has a position-dependent prog execute a
 // position-dependent program, whose code lies where the filter, compiled
 // for prog, places prog's compartment: the new image's audit library
-// refuses to run it.
+// refuses to run it. other makes no call of its own and has no
+// compartment: the policy grants it to prog by its path.
 func TestExecCollision(t *testing.T) {
 	dir := fixtures(t)
 	prog, other := filepath.Join(dir, "nopie", progName), filepath.Join(dir, "nopie", "other")
 	var stdout, stderr bytes.Buffer
 	cmd := enforce.Command{Path: prog, Args: []string{prog, "exec", t.TempDir(), other}, Stdout: &stdout, Stderr: &stderr}
-	res, err := cell.Run(context.Background(), loadPolicy(t, policyName), cmd, cell.Options{Library: filepath.Join(dir, auditLib)})
+	p := loadPolicy(t, policyName)
+	p.Compartments[0].Exec = append(p.Compartments[0].Exec, other)
+	res, err := cell.Run(context.Background(), p, cmd, cell.Options{Library: filepath.Join(dir, auditLib)})
 	if err != nil {
 		t.Fatal(err)
 	}

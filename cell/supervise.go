@@ -212,7 +212,9 @@ func (s *supervisor) answer(n *notify.Notification, w *worker) error {
 	switch {
 	case supervised:
 		o, act, unattributed = s.decide(n, w)
-	case act != policy.ActAllow:
+	case act != policy.ActAllow || isExec(n):
+		// An exec the filter allows from a compartment's own code still
+		// needs its caller: what it starts is bounded by it (execs.go).
 		o = s.filterOwner(n, w)
 	}
 	if errors.Is(unattributed, errSlow) || errors.Is(o.err, errSlow) {

@@ -79,9 +79,11 @@ type Compartment struct {
 	Path     string
 	BuildID  string // hex GNU build-id, when known
 	Syscalls []string
-	// Exec names the compartments of the programs this compartment may
-	// start with execve with their own compartments; any other program it
-	// starts is bounded by this compartment's syscalls.
+	// Exec names the programs this compartment may start with execve
+	// with their own compartments: by their executable's compartment, or,
+	// for an executable that makes no call of its own and so has none, by
+	// its absolute path. Any other program it starts is bounded by this
+	// compartment's syscalls.
 	Exec []string
 	// Reach, where known (syscell infer finds it), lists every call the
 	// compartment's code can make, directly or through the system

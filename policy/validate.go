@@ -3,6 +3,7 @@ package policy
 import (
 	"cmp"
 	"fmt"
+	"path/filepath"
 	"slices"
 
 	"github.com/syscell/syscell/iouring"
@@ -114,8 +115,8 @@ func (p *Policy) validateCompartments() error {
 	}
 	for _, c := range p.Compartments {
 		for _, name := range c.Exec {
-			if _, ok := first[name]; !ok {
-				return errorAt(c.Pos, "compartment %q: exec names %q, which is no compartment", c.Name, name)
+			if _, ok := first[name]; !ok && !filepath.IsAbs(name) {
+				return errorAt(c.Pos, "compartment %q: exec names %q, which is no compartment and no absolute path", c.Name, name)
 			}
 		}
 	}

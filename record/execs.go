@@ -1,6 +1,9 @@
 package record
 
-import "github.com/syscell/syscell/trace"
+import (
+	"github.com/syscell/syscell/attribute"
+	"github.com/syscell/syscell/trace"
+)
 
 // A policy says which programs each compartment may start with their own
 // compartments (policy.Compartment.Exec): any other program it starts is
@@ -40,9 +43,11 @@ func (x *execs) exec(e *trace.Exec) {
 	x.started[comp][e.Filename] = true
 }
 
-// grant fills in each compartment's Execs: the compartments, by name, of
-// the programs its execs started (a program that made no call of its own
-// has none).
+// grant fills in each compartment's Execs: the programs its execs
+// started, by their compartment's name, or, for a program whose
+// executable made no call of its own (python3's, which hands over to
+// libpython at once) and so has no compartment, by its path, where it is
+// an ELF file: otherwise it would run bounded by its caller's calls.
 func (x *execs) grant(reg *registry) {
 	byPath := map[string]*Compartment{}
 	for _, c := range reg.comps {
@@ -56,12 +61,16 @@ func (x *execs) grant(reg *registry) {
 			continue
 		}
 		for path := range programs {
+			name := path
 			if to := byPath[path]; to != nil {
-				if from.Execs == nil {
-					from.Execs = map[string]bool{}
-				}
-				from.Execs[to.Name] = true
+				name = to.Name
+			} else if _, err := attribute.FileBuildID(path); err != nil {
+				continue
 			}
+			if from.Execs == nil {
+				from.Execs = map[string]bool{}
+			}
+			from.Execs[name] = true
 		}
 	}
 }
