@@ -117,6 +117,22 @@ void stubs_init(void);
 long stub_offset(const char *name);
 /* The system call wrapper name makes, -1 for none or syscall(). */
 long wrapper_nr(const char *name);
+/* The index of name among the wrappers, once stubs_init has ordered
+   them, or -1 when it has no stub; and the name at an index, NULL past
+   the last. */
+long stub_index(const char *name);
+const char *stub_name(long index);
+
+/* gate.c: calls libc makes on a compartment's behalf. */
+void gate_init(void);
+/* What a compartment's binding of libc's name, which would go to target,
+   goes to: a gate that marks the compartment's call into libc, or
+   target. */
+uintptr_t gate_binding(int slot, const char *name, uintptr_t target);
+/* Patches the base namespace's libc, before its code is sealed, so that
+   the wrappers its own code calls make their calls at the stub of the
+   compartment that called into libc. */
+void gate_redirect(const struct object *libc);
 
 /* phase.c: what a compartment's binding of name, which would go to
    target, goes to: a trampoline that marks the process serving first

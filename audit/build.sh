@@ -9,4 +9,4 @@ out=$1
 cc=${2:-${CC:-gcc}}
 here=$(dirname "$0")
 exec "$cc" -O2 -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -fPIC -shared -fvisibility=hidden \
-	-Wl,-soname,libsyscell-audit.so -Wl,-z,now -Wl,-z,noexecstack -o "$out" "$here"/*.c "$here"/stubs.S "$here"/phase.S
+	-Wl,-soname,libsyscell-audit.so -Wl,-z,now -Wl,-z,noexecstack -o "$out" "$here"/*.c "$here"/stubs.S "$here"/phase.S "$here"/gate.S

@@ -197,9 +197,11 @@ struct object *object_identify(struct link_map *map, Lmid_t lmid, bool stat_file
 	o->stat_path = vdso ? NULL : executable ? "/proc/self/exe" : o->path;
 	if (stat_file)
 		stat_object(o);
-	seal_code(o);
 	o->runtime = vdso || is_runtime(so) || is_runtime(base_name(o->path));
 	o->wrappers = lmid == LM_ID_BASE && strcmp(so, "libc.so.6") == 0;
+	if (o->wrappers)
+		gate_redirect(o);
+	seal_code(o);
 	if (!o->runtime)
 		o->slot = compartment_of(o, so);
 	return o;

@@ -30,6 +30,7 @@ EXPORT unsigned la_version(unsigned version)
 		bound = inherit_bound();
 	}
 	stubs_init();
+	gate_init();
 	window_reserve();
 	return version < LAV_CURRENT ? version : LAV_CURRENT;
 }
@@ -90,6 +91,8 @@ EXPORT uintptr_t la_symbind64(Elf64_Sym *sym, unsigned ndx, uintptr_t *refcook, 
 		long offset = stub_offset(name);
 		if (offset >= 0)
 			target = window_slot(ref->slot) + offset;
+		else
+			target = gate_binding(ref->slot, name, target);
 		if (config.phases)
 			target = phase_binding(name, target);
 	}

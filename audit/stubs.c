@@ -90,3 +90,15 @@ long stub_offset(const char *name)
 	const struct wrapper *w = bsearch(&key, wrappers, NWRAPPERS, sizeof *wrappers, by_name);
 	return w ? w->offset : -1;
 }
+
+long stub_index(const char *name)
+{
+	struct wrapper key = {.name = name};
+	const struct wrapper *w = bsearch(&key, wrappers, NWRAPPERS, sizeof *wrappers, by_name);
+	return w != NULL && w->offset >= 0 ? w - wrappers : -1;
+}
+
+const char *stub_name(long index)
+{
+	return index >= 0 && (size_t)index < NWRAPPERS ? wrappers[index].name : NULL;
+}

@@ -178,12 +178,25 @@ func loadedCode(pid int, space *attribute.Space, objs *attribute.Objects, sealed
 	vmas := parseSmaps(b)
 	out := attribute.NewSpace(objs)
 	for _, m := range space.Mappings() {
-		if v, ok := vmas[m.Start]; m.Object.Kind == attribute.File && (!ok || v.written || sealed && !v.sealed) {
+		if v, ok := vmas[m.Start]; m.Object.Kind == attribute.File && !asLoaded(m.Object, v, ok, sealed) {
 			m.Object = attribute.AnonExecObject()
 		}
 		out.Map(m)
 	}
 	return out, nil
+}
+
+// asLoaded says whether a mapping of obj's file, v as smaps shows it
+// (ok: smaps has it), holds obj's code as the loader mapped it. The
+// runtime's written pages are libc's wrappers, which the audit library
+// patched before sealing them (audit/gate.c): its calls are attributed
+// by unwinding whatever code makes them, so writing it gives no
+// compartment's rights.
+func asLoaded(obj *attribute.Object, v vma, ok, sealed bool) bool {
+	if !ok || sealed && !v.sealed {
+		return false
+	}
+	return !v.written || obj.Runtime
 }
 
 // vma is what loadedCode needs of a mapping: whether any of its pages

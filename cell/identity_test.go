@@ -74,6 +74,33 @@ func TestIdentityRejectsSeparators(t *testing.T) {
 	}
 }
 
+// TestAsLoaded: code is an object's only in mappings the loader made and
+// the audit library sealed, and never written, but for the runtime's,
+// whose wrappers the audit library patches before sealing them.
+func TestAsLoaded(t *testing.T) {
+	lib := &attribute.Object{Path: "/usr/lib/libgood.so"}
+	libc := &attribute.Object{Path: "/usr/lib/libc.so.6", Runtime: true}
+	for _, tc := range []struct {
+		name       string
+		obj        *attribute.Object
+		v          vma
+		ok, sealed bool
+		want       bool
+	}{
+		{"sealed, unwritten", lib, vma{sealed: true}, true, true, true},
+		{"sealed, written", lib, vma{sealed: true, written: true}, true, true, false},
+		{"not sealed", lib, vma{}, true, true, false},
+		{"not sealed, no mseal", lib, vma{}, true, false, true},
+		{"not in smaps", lib, vma{sealed: true}, false, true, false},
+		{"runtime, patched and sealed", libc, vma{sealed: true, written: true}, true, true, true},
+		{"runtime, not sealed", libc, vma{written: true}, true, true, false},
+	} {
+		if got := asLoaded(tc.obj, tc.v, tc.ok, tc.sealed); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 // TestParseSmaps reads what the supervisor needs of each mapping from
 // /proc/PID/smaps text (testdata/smaps.txt, from this machine's kernel):
 // a sealed mapping never written, one written, one neither sealed nor

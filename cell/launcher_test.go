@@ -56,7 +56,8 @@ func TestUnprivileged(t *testing.T) {
 		want []string
 	}{
 		{[]string{"lib"}, []string{"lib-mkdir -1 EPERM"}},
-		{[]string{"stdio"}, []string{"lib-fopen -1 EPERM", "main-fopen 0 -", "supervised libmk.so openat false"}},
+		{[]string{"stdio"}, []string{"lib-fopen -1 EPERM", "lib-fopen-tail -1 EPERM", "main-fopen 0 -"}},
+		{[]string{"stdio-pointer"}, []string{"lib-fopen -1 EPERM", "main-fopen 0 -", "supervised libmk.so openat false"}},
 		{[]string{"dlopen", "", filepath.Join(fixtures(t), libplug)}, []string{"plug-getpid ", "plug-mkdir -1 EPERM",
 			"supervised libplug.so getpid true", "supervised prog openat true"}},
 	} {

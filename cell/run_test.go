@@ -104,15 +104,23 @@ func testCompartments(t *testing.T, in cell.CallersIn) {
 		{mode: "lib", want: map[string]string{"lib-getpid": pid, "lib-mkdir": "-1 EPERM"}},
 		{mode: "main", want: map[string]string{
 			"main-getpid": "-1 EPERM", "main-syscall-getpid": "-1 EPERM", "main-inline-getpid": "-1 EPERM"}},
-		{mode: "stdio", want: map[string]string{"lib-fopen": "-1 EPERM", "main-fopen": "0 -"},
+		// Through their bindings, libc's openat is decided in the
+		// kernel, as its caller's (audit/gate.c), after a tail call
+		// too; through pointers to libc's fopen, by the supervisor.
+		{mode: "stdio", want: map[string]string{"lib-fopen": "-1 EPERM", "lib-fopen-tail": "-1 EPERM", "main-fopen": "0 -"},
+			check: inKernel("openat", "libmk.so")},
+		{mode: "stdio-pointer", want: map[string]string{"lib-fopen": "-1 EPERM", "main-fopen": "0 -"},
 			supervised: []string{"libmk.so openat false", "prog openat true"}},
 		{mode: "ctor", want: map[string]string{"ctor-mkdir": "-1 EPERM"}},
 		{mode: "loader", want: map[string]string{"loader-getpid": pid, "loader-mkdir": "-1 ENOENT"}},
 		{mode: "thread", want: map[string]string{"thread-getpid": pid, "thread-mkdir": "-1 EPERM"}},
-		// Four threads' stdio at once: the supervisor's workers decide
-		// their calls concurrently, each exactly once.
+		// Four threads' stdio at once: each thread's calls through
+		// bindings are its own (the kernel decides them), and the
+		// supervisor's workers decide those through pointers
+		// concurrently, each exactly once.
 		{mode: "stdio-threads", want: map[string]string{
-			"threads-lib-fopen-denied": "200 -", "threads-main-fopen-allowed": "200 -"},
+			"threads-lib-fopen-denied": "200 -", "threads-main-fopen-allowed": "200 -",
+			"threads-lib-pointer-denied": "200 -", "threads-main-pointer-allowed": "200 -"},
 			check: supervisedCounts(map[string]int{"libmk.so openat false": 200, "prog openat true": 200})},
 		{mode: "fork", want: map[string]string{
 			"child-getpid": pid, "child-mkdir": "-1 EPERM", "grandchild-getpid": pid, "grandchild-mkdir": "-1 EPERM"}},
@@ -131,6 +139,8 @@ func testCompartments(t *testing.T, in cell.CallersIn) {
 			"main-getpid": "-1 EPERM", "main-syscall-getpid": "-1 EPERM", "main-inline-getpid": "-1 EPERM"},
 			supervised: []string{"prog getpid false"}},
 		{mode: "exec", extra: execProg("stdio"), want: map[string]string{"lib-fopen": "-1 EPERM", "main-fopen": "0 -"},
+			check: inKernel("openat", "libmk.so")},
+		{mode: "exec", extra: execProg("stdio-pointer"), want: map[string]string{"lib-fopen": "-1 EPERM", "main-fopen": "0 -"},
 			supervised: []string{"libmk.so openat false", "prog openat true"}},
 		// An image executed by an executed image inherits the same.
 		{mode: "exec", extra: func(dir, scratch string) []string {
@@ -262,6 +272,22 @@ func supervisedCounts(want map[string]int) func(*testing.T, map[string]string, *
 			if got[k] != n {
 				t.Errorf("supervised %q: %d calls, want %d", k, got[k], n)
 			}
+		}
+	}
+}
+
+// inKernel checks that the supervisor decided no call named syscall, and
+// that the kernel stopped denied's, whose denial the supervisor only
+// reports.
+func inKernel(syscall, denied string) func(*testing.T, map[string]string, *cell.Result) {
+	return func(t *testing.T, _ map[string]string, res *cell.Result) {
+		for _, c := range res.Supervised {
+			if c.Syscall == syscall && c.Owner != cell.OwnerStartUp {
+				t.Errorf("the supervisor decided %+v, the kernel should have", c)
+			}
+		}
+		if !slices.ContainsFunc(res.Denied, func(d cell.Denied) bool { return d.Owner == denied && d.Syscall == syscall }) {
+			t.Errorf("denied %+v, want %s's %s among them", res.Denied, denied, syscall)
 		}
 	}
 }

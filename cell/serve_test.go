@@ -21,7 +21,8 @@ import (
 // in a container connects to the supervisor, and supervises it with
 // Supervise: the same verdicts as Run's (getpid allowed from
 // libgetpid.so, mkdir denied to libmk.so and nothing made), a call from
-// libc's stdio attributed and denied by the supervisor, and an exec,
+// libc's stdio, called through a pointer, attributed and denied by the
+// supervisor, and an exec,
 // whose image inherits the filter.
 func TestSupervise(t *testing.T) {
 	dir := fixtures(t)
@@ -32,7 +33,7 @@ func TestSupervise(t *testing.T) {
 	p := loadPolicy(t, policyName)
 	socket, l := listenSocket(t)
 	lib := filepath.Join(dir, auditLib)
-	for _, mode := range []string{"lib", "stdio"} {
+	for _, mode := range []string{"lib", "stdio-pointer"} {
 		env, err := cell.Environment(p, os.Environ(), lib, socket)
 		if err != nil {
 			t.Fatal(err)
@@ -62,9 +63,9 @@ func TestSupervise(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(scratch, "lib")); err == nil {
 				t.Errorf("lib: libmk.so's denied mkdir made its directory")
 			}
-		case "stdio":
+		case "stdio-pointer":
 			if !supervisedBy(res, "libmk.so", false) {
-				t.Errorf("stdio: the supervisor denied libmk.so nothing: %+v", res.Supervised)
+				t.Errorf("stdio-pointer: the supervisor denied libmk.so nothing: %+v", res.Supervised)
 			}
 		}
 	}

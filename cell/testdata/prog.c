@@ -4,13 +4,17 @@
 //
 //   lib      libgetpid.so calls getpid; libmk.so calls mkdir(DIR/lib)
 //   main     prog calls getpid by its wrapper, by syscall(), and inline
-//   stdio    libmk.so and prog fopen DIR/file: openat from libc's code
+//   stdio    libmk.so and prog fopen DIR/file: openat from libc's code,
+//            called through their bindings (libmk.so's by a tail call too)
+//   stdio-pointer  the same through pointers to libc's fopen, which pass
+//            no binding
 //   ctor     reports what libmk.so's constructor's mkdir(DIR/ctor) did
 //   loader   reports the getpid and the failed mkdir libgetpid.so's
 //            calloc made when the loader called it, before any constructor
 //   thread   a thread does what lib does, mkdir(DIR/thread)
-//   stdio-threads  four threads do what stdio does, 50 times each, and
-//            count the opens that failed (libmk.so's) and worked (prog's)
+//   stdio-threads  four threads do what stdio and stdio-pointer do, 50
+//            times each, and count the opens that failed (libmk.so's) and
+//            worked (prog's)
 //   fork     a child and a grandchild do what lib does (DIR/child, DIR/grandchild)
 //   dlopen   libplug.so (argv[3]) calls getpid and mkdir(DIR/plug)
 //   errno    errno after a denied call, and after an allowed one
@@ -51,6 +55,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +75,8 @@ int lib_cancel(pthread_t t);
 int lib_cputime(void);
 int lib_mkdir(const char *path);
 int lib_fopen(const char *path);
+FILE *lib_fopen_tail(const char *path);
+int lib_fopen_pointer(const char *path);
 extern int lib_ctor_result, lib_ctor_errno;
 extern long lib_loader_getpid;
 
@@ -120,22 +127,39 @@ static void *thread_main(void *arg)
 }
 
 // Each thread of the stdio-threads mode opens DIR/file through stdio
-// this many times from libmk.so and from prog: every openat is libc's,
-// decided by the supervisor, several at once.
+// this many times from libmk.so and from prog, through their bindings
+// (the kernel decides each openat) and through pointers (the supervisor
+// does, several at once).
 #define STDIO_ROUNDS 50
 #define STDIO_THREADS 4
 
-static int stdio_denied[STDIO_THREADS], stdio_allowed[STDIO_THREADS];
+// main_fopen_pointer is libc's own fopen, as libmk.so's fopen_pointer.
+static FILE *(*volatile main_fopen_pointer)(const char *, const char *) = fopen;
+
+// main_fopen opens DIR/file through prog's binding of fopen, or through
+// the pointer.
+static int main_fopen(bool pointer)
+{
+	FILE *f = pointer ? main_fopen_pointer(path("file"), "r") : fopen(path("file"), "r");
+	if (f == NULL)
+		return -1;
+	fclose(f);
+	return 0;
+}
+
+struct stdio_counts {
+	int denied, allowed, pointer_denied, pointer_allowed;
+};
+static struct stdio_counts stdio_counts[STDIO_THREADS];
 
 static void *stdio_main(void *arg)
 {
-	int i = (int)(long)arg;
+	struct stdio_counts *c = &stdio_counts[(long)arg];
 	for (int r = 0; r < STDIO_ROUNDS; r++) {
-		stdio_denied[i] += lib_fopen(path("file")) != 0;
-		FILE *f = fopen(path("file"), "r");
-		stdio_allowed[i] += f != NULL;
-		if (f != NULL)
-			fclose(f);
+		c->denied += lib_fopen(path("file")) != 0;
+		c->allowed += main_fopen(false) == 0;
+		c->pointer_denied += lib_fopen_pointer(path("file")) != 0;
+		c->pointer_allowed += main_fopen(true) == 0;
 	}
 	return NULL;
 }
@@ -143,16 +167,20 @@ static void *stdio_main(void *arg)
 static void stdio_threads(void)
 {
 	pthread_t t[STDIO_THREADS];
-	int denied = 0, allowed = 0;
+	struct stdio_counts sum = {0};
 	for (long i = 0; i < STDIO_THREADS; i++)
 		if (pthread_create(&t[i], NULL, stdio_main, (void *)i) != 0)
 			exit(1);
 	for (int i = 0; i < STDIO_THREADS; i++) {
 		pthread_join(t[i], NULL);
-		denied += stdio_denied[i];
-		allowed += stdio_allowed[i];
+		sum.denied += stdio_counts[i].denied;
+		sum.allowed += stdio_counts[i].allowed;
+		sum.pointer_denied += stdio_counts[i].pointer_denied;
+		sum.pointer_allowed += stdio_counts[i].pointer_allowed;
 	}
-	printf("threads-lib-fopen-denied %d -\nthreads-main-fopen-allowed %d -\n", denied, allowed);
+	printf("threads-lib-fopen-denied %d -\nthreads-main-fopen-allowed %d -\n", sum.denied, sum.allowed);
+	printf("threads-lib-pointer-denied %d -\nthreads-main-pointer-allowed %d -\n", sum.pointer_denied,
+	       sum.pointer_allowed);
 }
 
 static void wait_for(pid_t pid)
@@ -460,8 +488,11 @@ int main(int argc, char **argv)
 		raw("main-inline-getpid", inline_getpid());
 	} else if (strcmp(mode, "stdio") == 0) {
 		report("lib-fopen", lib_fopen(path("file")));
-		FILE *f = fopen(path("file"), "r");
-		report("main-fopen", f ? 0 : -1);
+		report("lib-fopen-tail", lib_fopen_tail(path("file")) ? 0 : -1);
+		report("main-fopen", main_fopen(false));
+	} else if (strcmp(mode, "stdio-pointer") == 0) {
+		report("lib-fopen", lib_fopen_pointer(path("file")));
+		report("main-fopen", main_fopen(true));
 	} else if (strcmp(mode, "ctor") == 0) {
 		errno = lib_ctor_errno;
 		report("ctor-mkdir", lib_ctor_result);

@@ -1,0 +1,240 @@
+/*
+ * Calls libc makes on a compartment's behalf: stdio's reads and writes,
+ * fopen's openat, malloc's mmap. They leave from libc's code, so the
+ * filter cannot tell whose they are, and the supervisor used to find out
+ * by unwinding the caller's stack, some ten microseconds a call. Here the
+ * compartment that called into libc leaves a mark the call can be decided
+ * by in the kernel:
+ *
+ * - Gates: a compartment's binding of a libc function that may make
+ *   system calls goes through a gate (gate.S), which notes, in the
+ *   thread's entries, where the caller's return address lies, and which
+ *   compartment called. An entry lives while its call runs: until the
+ *   stack pointer is back above its return address, or the address there
+ *   is another (a longjmp left the call, and another call reused the
+ *   slot).
+ * - Redirects: libc's own wrappers of the calls that depend on the
+ *   caller are patched, before libc's code is sealed and before any of it
+ *   runs, to jump to a redirect (gate.S). Called from libc's code while a
+ *   gate's entry lives, the wrapper makes its call at the stub of that
+ *   entry's compartment, where the filter decides it by instruction
+ *   pointer as it decides the compartment's own calls. Otherwise (no live
+ *   entry, a call from outside libc, through a pointer to libc's
+ *   wrapper) the call is made by the auditor's own copy of the wrapper,
+ *   whose calls are the runtime's: the supervisor unwinds them, as before.
+ *
+ * The owner is the innermost compartment whose call into libc is still
+ * running, which is what the supervisor's unwinding finds, tail calls
+ * included (a library that ends in `jmp fflush@plt` enters the gate
+ * itself). Functions that take callbacks get no gate, so that code they
+ * call back is not taken for their caller's; what stays is in
+ * docs/THREAT-MODEL.md.
+ */
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "audit.h"
+#include "gate.h"
+
+#define PAGE 4096UL
+#define STRIDE 16
+/* jmp *0(%rip), then the address: what a patched wrapper begins with. */
+#define PATCH 14
+
+struct gate {
+	uintptr_t target, slot;
+};
+struct redirect {
+	long offset;
+	uintptr_t fallback;
+};
+struct entries {
+	uintptr_t top, scratch, scratch2;
+	struct {
+		uintptr_t sp, ret, gate;
+	} e[DEPTH];
+};
+_Static_assert(sizeof(struct gate) == STRIDE && offsetof(struct gate, slot) == GATE_SLOT, "gate.h");
+_Static_assert(offsetof(struct redirect, fallback) == REDIRECT_FALLBACK, "gate.h");
+_Static_assert(offsetof(struct entries, scratch2) == SCRATCH2 && offsetof(struct entries, e) == E &&
+		       sizeof(((struct entries *)0)->e[0]) == ENTRY, "gate.h");
+
+/* Read by gate.S. */
+struct gate syscell_gate_table[NGATES];
+struct redirect syscell_redirect_table[NREDIRECTS];
+uintptr_t syscell_libc_text[2];
+uintptr_t syscell_entries_offset;
+void syscell_redirect_failed(void);
+extern const char syscell_gates[], syscell_redirects[];
+
+static __thread struct entries entries __attribute__((tls_model("initial-exec")));
+static unsigned ngates;
+
+void gate_init(void)
+{
+	syscell_entries_offset = (uintptr_t)&entries - (uintptr_t)__builtin_thread_pointer();
+}
+
+void syscell_redirect_failed(void)
+{
+	syscell_stub_failed(-errno);
+}
+
+static bool has_prefix(const char *name, const char *prefix)
+{
+	return strncmp(name, prefix, strlen(prefix)) == 0;
+}
+
+/* pure says whether name makes no system call: string and memory
+   functions, hot enough that a gate would cost them time. A function
+   left out here only costs time. */
+static bool pure(const char *name)
+{
+	static const char *const prefixes[] = {
+		"mem", "rawmem", "str", "stp", "wmem", "wcs", "__mem", "__str", "__stp", "__wmem", "__wcs", "__ctype_",
+	};
+	for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+		if (has_prefix(name, prefixes[i]))
+			return true;
+	return strcmp(name, "__errno_location") == 0;
+}
+
+/* calls_back says whether name runs the program's code while it lasts
+   (a comparison, a handler, a constructor, a thread): that code's calls
+   into libc through pointers, which pass no gate of its own, would be
+   taken for the caller's. Left without a gate, the calls such a function
+   makes itself go to the supervisor. */
+static bool calls_back(const char *name)
+{
+	static const char *const names[] = {
+		"__cxa_atexit", "__cxa_thread_atexit_impl", "__libc_start_main", "at_quick_exit", "atexit",
+		"bsearch", "clone", "dl_iterate_phdr", "dlclose", "dlmopen", "dlopen", "exit", "fopencookie",
+		"fork", "ftw", "ftw64", "getcontext", "glob", "glob64", "lfind", "lsearch", "makecontext",
+		"nftw", "nftw64", "on_exit", "pthread_create", "pthread_once", "qsort", "qsort_r",
+		"quick_exit", "scandir", "scandir64", "scandirat", "scandirat64", "setcontext",
+		"swapcontext", "tdelete", "tdestroy", "tfind", "tsearch", "twalk", "twalk_r",
+	};
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+		if (strcmp(names[i], name) == 0)
+			return true;
+	return false;
+}
+
+uintptr_t gate_binding(int slot, const char *name, uintptr_t target)
+{
+	if (wrapper_nr(name) >= 0 || pure(name) || calls_back(name))
+		return target;
+	unsigned i = __atomic_fetch_add(&ngates, 1, __ATOMIC_RELAXED);
+	if (i >= NGATES)
+		return target;
+	syscell_gate_table[i] = (struct gate){target, window_slot(slot)};
+	return (uintptr_t)syscell_gates + i * STRIDE;
+}
+
+/* The dynamic symbols of an object the loader has mapped: its dynamic
+   section's addresses, relocated or not (object.c's soname). */
+struct symbols {
+	const ElfW(Sym) *sym;
+	const char *str;
+	const ElfW(Half) *versym;
+	size_t count;
+};
+
+static size_t gnu_hash_count(const uint32_t *h)
+{
+	uint32_t nbuckets = h[0], offset = h[1], bloom = h[2];
+	const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(h + 4) + bloom);
+	const uint32_t *chain = buckets + nbuckets;
+	uint32_t last = 0;
+	for (uint32_t i = 0; i < nbuckets; i++)
+		if (buckets[i] > last)
+			last = buckets[i];
+	if (last < offset)
+		return offset;
+	while (!(chain[last - offset] & 1))
+		last++;
+	return last + 1;
+}
+
+static struct symbols symbols(const struct link_map *map)
+{
+	struct symbols s = {0};
+	const uint32_t *hash = NULL, *gnu = NULL;
+	uintptr_t bias = map->l_addr;
+#define AT(p) ((p) < bias ? (p) + bias : (p))
+	for (const ElfW(Dyn) *d = map->l_ld; d->d_tag != DT_NULL; d++) {
+		uintptr_t p = AT(d->d_un.d_ptr);
+		switch (d->d_tag) {
+		case DT_SYMTAB: s.sym = (const void *)p; break;
+		case DT_STRTAB: s.str = (const void *)p; break;
+		case DT_VERSYM: s.versym = (const void *)p; break;
+		case DT_HASH: hash = (const void *)p; break;
+		case DT_GNU_HASH: gnu = (const void *)p; break;
+		}
+	}
+#undef AT
+	if (s.sym != NULL && s.str != NULL)
+		s.count = hash != NULL ? hash[1] : gnu != NULL ? gnu_hash_count(gnu) : 0;
+	return s;
+}
+
+static void patch(uintptr_t at, uintptr_t to)
+{
+	unsigned char code[PATCH] = {0xff, 0x25};
+	memcpy(code + 6, &to, sizeof to);
+	memcpy((void *)at, code, sizeof code);
+}
+
+static void protect(struct range r, int prot)
+{
+	if (mprotect((void *)r.start, r.end - r.start, prot) != 0)
+		die("mprotect libc's code to redirect its wrappers: %s", strerror(errno));
+}
+
+/* redirectable says whether symbol i of libc is a wrapper's default
+   version, long enough to patch, inside libc's code; its redirect's
+   index, or -1. */
+static long redirectable(const struct symbols *s, size_t i, uintptr_t bias)
+{
+	const ElfW(Sym) *sym = &s->sym[i];
+	uintptr_t at = bias + sym->st_value;
+	if (ELF64_ST_TYPE(sym->st_info) != STT_FUNC || sym->st_shndx == SHN_UNDEF || sym->st_size < PATCH)
+		return -1;
+	if (s->versym != NULL && (s->versym[i] & 0x8000))
+		return -1;
+	if (at < syscell_libc_text[0] || at + PATCH > syscell_libc_text[0] + syscell_libc_text[1])
+		return -1;
+	long k = stub_index(s->str + sym->st_name);
+	if (k < 0 || k >= NREDIRECTS || syscell_redirect_table[k].fallback == 0)
+		return -1;
+	return k;
+}
+
+void gate_redirect(const struct object *libc)
+{
+	if (libc->ntext != 1)
+		return;
+	struct range text = libc->text[0];
+	syscell_libc_text[0] = text.start;
+	syscell_libc_text[1] = text.end - text.start;
+	for (long k = 0; k < NREDIRECTS; k++) {
+		const char *name = stub_name(k);
+		if (name == NULL)
+			break;
+		long offset = stub_offset(name);
+		void *own = offset >= 0 ? dlsym(RTLD_DEFAULT, name) : NULL;
+		syscell_redirect_table[k] = (struct redirect){offset, (uintptr_t)own};
+	}
+	struct symbols s = symbols(libc->map);
+	protect(text, PROT_READ | PROT_WRITE);
+	for (size_t i = 0; i < s.count; i++) {
+		long k = redirectable(&s, i, libc->map->l_addr);
+		if (k >= 0)
+			patch(libc->map->l_addr + s.sym[i].st_value, (uintptr_t)syscell_redirects + k * STRIDE);
+	}
+	protect(text, PROT_READ | PROT_EXEC);
+}
