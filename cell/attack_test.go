@@ -129,7 +129,7 @@ func runAttack(t *testing.T, a attack) (map[string]string, *cell.Result) {
 	for _, e := range entries {
 		made = append(made, e.Name())
 	}
-	if !slices.Equal(made, a.made) {
+	if !slices.EqualFunc(made, a.made, nameMatches) {
 		t.Errorf("made %v, want %v", made, a.made)
 	}
 	denied := map[string]bool{}
@@ -142,6 +142,15 @@ func runAttack(t *testing.T, a attack) (map[string]string, *cell.Result) {
 		}
 	}
 	return got, res
+}
+
+// nameMatches says whether name is want, or begins with want's text
+// before a final "*".
+func nameMatches(name, want string) bool {
+	if prefix, ok := strings.CutSuffix(want, "*"); ok {
+		return strings.HasPrefix(name, prefix)
+	}
+	return name == want
 }
 
 // TestForgedStartUp: a stack that begins at the loader's or libc's entry
@@ -238,6 +247,20 @@ func TestInherentHoles(t *testing.T) {
 	}
 	t.Run("forged-program", func(t *testing.T) {
 		runAttack(t, attack{name: "forged-program", mode: "forged-program", denied: []string{"[runtime] mkdir"}})
+	})
+	// libevil.so's code runs inside libgood.so's call into libc (a
+	// stream's write function) and calls libc's mkdtemp through a
+	// pointer, which passes no gate of its own: libc's mkdir is taken
+	// for libgood.so's, whose gate's mark is live (audit/gate.c).
+	t.Run("callback", func(t *testing.T) {
+		runAttack(t, attack{name: "callback", mode: "callback", want: map[string]string{"callback": "0 -"},
+			made: []string{"callback-*"}})
+	})
+	// Through libevil.so's own binding of mkdtemp, its gate marks the
+	// call its own, and the kernel denies the mkdir.
+	t.Run("callback-bound", func(t *testing.T) {
+		runAttack(t, attack{name: "callback-bound", mode: "callback-bound",
+			want: map[string]string{"callback-bound": "-1 EPERM"}, denied: []string{"libevil.so mkdir"}})
 	})
 }
 

@@ -13,7 +13,7 @@
 //            libslow.so's resolver; meanwhile another child does what
 //            forged-loader does (DIR/forged-during-exec)
 //   forged-return, deputy, stub-number, stub-borrow, sigreturn,
-//   copy, copy-sealed, copy-late, uring-setup
+//   callback, callback-bound, copy, copy-sealed, copy-late, uring-setup
 //            the attack of that name, in this process
 //   rewrite  rewrites libgood.so's code (rewrite-mprotect, -mmap, -call)
 //   rewrite-dlopen PLUGIN  the same with libgoodplug.so, loaded later
@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <linux/io_uring.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,7 @@ long evil_forged_startup(const char *which, const char *path);
 long evil_forged_startup_exec(char *const argv[]);
 long evil_forged_return(const char *path);
 long evil_deputy(const char *path);
+long evil_callback(const char *path, bool pointer);
 long evil_stub_number(const char *path);
 long evil_stub_borrow(const char *path);
 long evil_sigreturn(const char *path);
@@ -185,6 +187,8 @@ int main(int argc, char **argv)
 		raw(mode, evil_forged_return(path(mode)));
 	} else if (strcmp(mode, "deputy") == 0) {
 		raw(mode, evil_deputy(path(mode)));
+	} else if (strcmp(mode, "callback") == 0 || strcmp(mode, "callback-bound") == 0) {
+		raw(mode, evil_callback(path(mode), strcmp(mode, "callback") == 0));
 	} else if (strcmp(mode, "stub-number") == 0) {
 		raw(mode, evil_stub_number(path(mode)));
 	} else if (strcmp(mode, "stub-borrow") == 0) {

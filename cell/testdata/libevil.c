@@ -14,6 +14,7 @@
 #include <link.h>
 #include <linux/io_uring.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,6 +160,38 @@ long evil_deputy(const char *path)
 {
 	int (*good_mkdir)(const char *) = lib_symbol("good_mkdir");
 	return good_mkdir(path) < 0 ? -errno : 0;
+}
+
+// A stream whose write function makes a directory by libc's mkdtemp,
+// called through a pointer (callback_pointer) or through libevil.so's own
+// binding: libgood.so's good_print writes to it, so the function runs
+// inside libgood.so's call into libc.
+static char *(*volatile mkdtemp_pointer)(char *) = mkdtemp;
+static bool callback_pointer;
+static char callback_template[4096];
+static long callback_result;
+
+static ssize_t evil_cookie_write(void *cookie, const char *buf, size_t n)
+{
+	(void)cookie;
+	(void)buf;
+	char *made = callback_pointer ? mkdtemp_pointer(callback_template) : mkdtemp(callback_template);
+	callback_result = made != NULL ? 0 : -errno;
+	return n;
+}
+
+// evil_callback has libgood.so write to that stream, and returns what
+// the mkdtemp of DIR/MODE-XXXXXX in its write function returned.
+long evil_callback(const char *path, bool pointer)
+{
+	snprintf(callback_template, sizeof callback_template, "%s-XXXXXX", path);
+	callback_pointer = pointer;
+	FILE *f = fopencookie(NULL, "w", (cookie_io_functions_t){.write = evil_cookie_write});
+	int (*good_print)(FILE *, const char *) = lib_symbol("good_print");
+	if (f == NULL || good_print(f, "x") != 0)
+		return -EIO;
+	fclose(f);
+	return callback_result;
 }
 
 // syscall_site follows a stub's code to the syscall instruction it

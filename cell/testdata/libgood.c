@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <linux/io_uring.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -20,6 +21,14 @@ int good_mkdir(const char *path)
 	int ret = mkdir(path, 0700);
 	__asm__ volatile("" ::: "memory");
 	return ret;
+}
+
+// good_print writes s to f through stdio, and flushes it: libgood.so's
+// call into libc, which runs f's own write function where f is a stream
+// of the caller's making (fopencookie).
+int good_print(FILE *f, const char *s)
+{
+	return fputs(s, f) < 0 || fflush(f) != 0 ? -1 : 0;
 }
 
 // good_getpid is a function that makes no directory: the code attacks
