@@ -36,6 +36,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 
 #include "audit.h"
 #include "gate.h"
@@ -195,6 +196,24 @@ static void protect(struct range r, int prot)
 		die("mprotect libc's code to redirect its wrappers: %s", strerror(errno));
 }
 
+/* housekeeping says whether libc's own calls of nr are memory it manages
+   for whoever called it (malloc's brk and mmap): the runtime's calls, not
+   its caller's, by the attribution rule (attribute/housekeeping.go),
+   which the supervisor applies. */
+static bool housekeeping(long nr)
+{
+	switch (nr) {
+	case __NR_brk:
+	case __NR_mmap:
+	case __NR_mprotect:
+	case __NR_munmap:
+	case __NR_mremap:
+	case __NR_madvise:
+		return true;
+	}
+	return false;
+}
+
 /* redirectable says whether symbol i of libc is a wrapper's default
    version, long enough to patch, inside libc's code; its redirect's
    index, or -1. */
@@ -208,8 +227,9 @@ static long redirectable(const struct symbols *s, size_t i, uintptr_t bias)
 		return -1;
 	if (at < syscell_libc_text[0] || at + PATCH > syscell_libc_text[0] + syscell_libc_text[1])
 		return -1;
-	long k = stub_index(s->str + sym->st_name);
-	if (k < 0 || k >= NREDIRECTS || syscell_redirect_table[k].fallback == 0)
+	const char *name = s->str + sym->st_name;
+	long k = stub_index(name);
+	if (k < 0 || k >= NREDIRECTS || syscell_redirect_table[k].fallback == 0 || housekeeping(wrapper_nr(name)))
 		return -1;
 	return k;
 }
