@@ -3,11 +3,13 @@
  *
  * Gate i: a compartment's binding of a libc function that may make
  * system calls. It notes, in this thread's entries (gate.h's layout),
- * where the caller's return address lies, the address itself and the
- * gate, then jumps to the function, keeping every register a call may
- * pass (%rax too: the vector count of a variadic call). Entries whose
- * calls have returned (their return address slot is at or below the
- * stack pointer, or holds another address now) are dropped first.
+ * where the caller's return address lies and the gate, calls the
+ * function in a frame of its own with every register a call may pass
+ * (%rax too: the vector count of a variadic call) and the first
+ * STACK_ARGS words of the caller's stack arguments, and drops the entry,
+ * and any a longjmp left behind, once the function returns. Its frame
+ * has unwind information: C++ exceptions, thread cancellation and the
+ * supervisor's unwinder step through it.
  *
  * Redirect i: libc's wrapper i, whose entry jumps here. Called from
  * libc's own code with an entry of a call still running, it makes its
@@ -15,8 +17,9 @@
  * decides it; otherwise through the auditor's own libc, whose calls the
  * supervisor attributes by unwinding as it did libc's.
  *
- * Only %r10 and %r11 are free at a function's entry, and %rax at a
- * wrapper's; the entries have a scratch word for the rest.
+ * Only %r10 and %r11 are free at a function's entry and after its
+ * return, and %rax at a wrapper's; the entries have a scratch word for
+ * the rest.
  */
 #include "gate.h"
 
@@ -24,7 +27,9 @@
 	.p2align 4
 	.globl syscell_gates
 	.hidden syscell_gates
+	.type syscell_gates, @function
 syscell_gates:
+	.cfi_startproc
 	.set i, 0
 	.rept NGATES
 	movl $i, %r11d
@@ -39,54 +44,58 @@ syscell_gates:
 	add syscell_entries_offset(%rip), %r10
 .endm
 
-/* live tests the innermost entry, at TOP(%r10) = %rax bytes: it jumps
-   to \stale where its call has returned, to \far where its return
-   address lies further above the stack pointer than calls inside libc
-   reach (another stack's, which may be gone: it is not read), and falls
-   through where it is live. Clobbers %r11. */
-.macro live stale, far
-	mov E_SP-ENTRY(%r10,%rax), %r11
-	cmp %rsp, %r11
-	jbe \stale
-	sub %rsp, %r11
-	cmp $REACH, %r11
-	ja \far
-	mov E_SP-ENTRY(%r10,%rax), %r11
-	mov (%r11), %r11
-	cmp E_RET-ENTRY(%r10,%rax), %r11
-	jne \stale
-.endm
-
 .Lgate:
 	shl $4, %r11
 	lea syscell_gate_table(%rip), %r10
 	add %r10, %r11
 	entries
 	mov %rax, SCRATCH(%r10)
-	mov %r11, SCRATCH2(%r10)
 	mov TOP(%r10), %rax
-1:	test %rax, %rax
-	jz 3f
-	live 2f, 3f
-	jmp 3f
-2:	sub $ENTRY, %rax
-	jmp 1b
-3:	cmp $DEPTH * ENTRY, %rax
-	jb 4f
-	/* Full: the innermost call gives up its owner, whose calls, and
-	   this one's, go to the supervisor. */
-	movq $0, E_GATE-ENTRY(%r10,%rax)
-	jmp 5f
-4:	mov %rsp, E_SP(%r10,%rax)
-	mov (%rsp), %r11
-	mov %r11, E_RET(%r10,%rax)
-	mov SCRATCH2(%r10), %r11
+	cmp $DEPTH * ENTRY, %rax
+	jae 1f
+	mov %rsp, E_SP(%r10,%rax)
 	mov %r11, E_GATE(%r10,%rax)
 	add $ENTRY, %rax
-5:	mov %rax, TOP(%r10)
-	mov SCRATCH2(%r10), %r11
+	mov %rax, TOP(%r10)
+	mov $1, %eax
+	jmp 2f
+1:	incq OVERFLOW(%r10)
+	xor %eax, %eax
+2:	sub $FRAME, %rsp
+	.cfi_adjust_cfa_offset FRAME
+	mov %rax, PUSHED(%rsp)
 	mov SCRATCH(%r10), %rax
-	jmp *GATE_TARGET(%r11)
+	.set k, 0
+	.rept STACK_ARGS
+	mov FRAME + 8 + 8 * k(%rsp), %r10
+	mov %r10, 8 * k(%rsp)
+	.set k, k + 1
+	.endr
+	call *GATE_TARGET(%r11)
+	entries
+	cmpq $0, PUSHED(%rsp)
+	jne 3f
+	decq OVERFLOW(%r10)
+	jmp 5f
+	/* Drop this call's entry and those above it that a longjmp out of
+	   the function left: their return addresses lay below this one's. */
+3:	mov TOP(%r10), %r11
+	add $FRAME, %rsp
+	.cfi_adjust_cfa_offset -FRAME
+4:	test %r11, %r11
+	jz 6f
+	cmp %rsp, E_SP-ENTRY(%r10,%r11)
+	ja 6f
+	sub $ENTRY, %r11
+	jmp 4b
+6:	mov %r11, TOP(%r10)
+	ret
+	.cfi_adjust_cfa_offset FRAME
+5:	add $FRAME, %rsp
+	.cfi_adjust_cfa_offset -FRAME
+	ret
+	.cfi_endproc
+	.size syscell_gates, . - syscell_gates
 
 	.p2align 4
 	.globl syscell_redirects
@@ -106,26 +115,31 @@ syscell_redirects:
 	cmp syscell_libc_text+8(%rip), %rax
 	jae .Lfallback
 	entries
+	cmpq $0, OVERFLOW(%r10)
+	jne .Lfallback
 	mov %r11, SCRATCH(%r10)
 	mov TOP(%r10), %rax
+	/* The innermost entry whose call runs: its return address lies above
+	   the stack pointer, within reach. */
 1:	test %rax, %rax
-	jz 3f
-	live 2f, 3f
-	mov %rax, TOP(%r10)
+	jz 2f
+	mov E_SP-ENTRY(%r10,%rax), %r11
+	sub %rsp, %r11
+	jbe 3f
+	cmp $REACH, %r11
+	ja 2f
 	mov E_GATE-ENTRY(%r10,%rax), %r11
-	test %r11, %r11
-	jz 3f
 	mov GATE_SLOT(%r11), %rax
 	test %rax, %rax
-	jz 3f
+	jz 2f
 	mov SCRATCH(%r10), %r11
 	shl $4, %r11
 	lea syscell_redirect_table(%rip), %r10
 	add REDIRECT_OFFSET(%r10,%r11), %rax
 	jmp *%rax
-2:	sub $ENTRY, %rax
+3:	sub $ENTRY, %rax
 	jmp 1b
-3:	mov SCRATCH(%r10), %r11
+2:	mov SCRATCH(%r10), %r11
 .Lfallback:
 	shl $4, %r11
 	lea syscell_redirect_table(%rip), %r10

@@ -8,11 +8,9 @@
  *
  * - Gates: a compartment's binding of a libc function that may make
  *   system calls goes through a gate (gate.S), which notes, in the
- *   thread's entries, where the caller's return address lies, and which
- *   compartment called. An entry lives while its call runs: until the
- *   stack pointer is back above its return address, or the address there
- *   is another (a longjmp left the call, and another call reused the
- *   slot).
+ *   thread's entries, where the caller's return address lies and which
+ *   compartment called, and calls the function in a frame of its own,
+ *   dropping the entry when it returns (and those a longjmp left).
  * - Redirects: libc's own wrappers of the calls that depend on the
  *   caller are patched, before libc's code is sealed and before any of it
  *   runs, to jump to a redirect (gate.S). Called from libc's code while a
@@ -54,14 +52,14 @@ struct redirect {
 	uintptr_t fallback;
 };
 struct entries {
-	uintptr_t top, scratch, scratch2;
+	uintptr_t top, scratch, overflow;
 	struct {
-		uintptr_t sp, ret, gate;
+		uintptr_t sp, gate;
 	} e[DEPTH];
 };
 _Static_assert(sizeof(struct gate) == STRIDE && offsetof(struct gate, slot) == GATE_SLOT, "gate.h");
 _Static_assert(offsetof(struct redirect, fallback) == REDIRECT_FALLBACK, "gate.h");
-_Static_assert(offsetof(struct entries, scratch2) == SCRATCH2 && offsetof(struct entries, e) == E &&
+_Static_assert(offsetof(struct entries, overflow) == OVERFLOW && offsetof(struct entries, e) == E &&
 		       sizeof(((struct entries *)0)->e[0]) == ENTRY, "gate.h");
 
 /* Read by gate.S. */
@@ -85,23 +83,41 @@ void syscell_redirect_failed(void)
 	syscell_stub_failed(-errno);
 }
 
-static bool has_prefix(const char *name, const char *prefix)
+static bool named(const char *name, const char *const *names, size_t n)
 {
-	return strncmp(name, prefix, strlen(prefix)) == 0;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(names[i], name) == 0)
+			return true;
+	return false;
 }
 
-/* pure says whether name makes no system call: string and memory
-   functions, hot enough that a gate would cost them time. A function
-   left out here only costs time. */
-static bool pure(const char *name)
+static bool prefixed(const char *name, const char *const *prefixes, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+			return true;
+	return false;
+}
+
+#define COUNT(a) (sizeof a / sizeof *a)
+
+/* routine says whether name makes no call whose owner matters: string
+   and memory functions, which make none; malloc's family and the
+   locks, whose calls (brk, mmap, futex) are everyone's or the runtime's.
+   They are hot enough that a gate would cost them time; a function left
+   out here only costs time. */
+static bool routine(const char *name)
 {
 	static const char *const prefixes[] = {
-		"mem", "rawmem", "str", "stp", "wmem", "wcs", "__mem", "__str", "__stp", "__wmem", "__wcs", "__ctype_",
+		"mem", "rawmem", "str", "stp", "wmem", "wcs", "__mem", "__str", "__stp", "__wmem", "__wcs",
+		"__ctype_", "pthread_mutex_", "pthread_cond_", "pthread_rwlock_", "pthread_spin_",
 	};
-	for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
-		if (has_prefix(name, prefixes[i]))
-			return true;
-	return strcmp(name, "__errno_location") == 0;
+	static const char *const names[] = {
+		"__errno_location", "aligned_alloc", "calloc", "free", "malloc", "malloc_usable_size",
+		"memalign", "posix_memalign", "pthread_equal", "pthread_getspecific", "pthread_self",
+		"pthread_setspecific", "pvalloc", "realloc", "reallocarray", "valloc",
+	};
+	return prefixed(name, prefixes, COUNT(prefixes)) || named(name, names, COUNT(names));
 }
 
 /* calls_back says whether name runs the program's code while it lasts
@@ -113,21 +129,30 @@ static bool calls_back(const char *name)
 {
 	static const char *const names[] = {
 		"__cxa_atexit", "__cxa_thread_atexit_impl", "__libc_start_main", "at_quick_exit", "atexit",
-		"bsearch", "clone", "dl_iterate_phdr", "dlclose", "dlmopen", "dlopen", "exit", "fopencookie",
-		"fork", "ftw", "ftw64", "getcontext", "glob", "glob64", "lfind", "lsearch", "makecontext",
-		"nftw", "nftw64", "on_exit", "pthread_create", "pthread_once", "qsort", "qsort_r",
-		"quick_exit", "scandir", "scandir64", "scandirat", "scandirat64", "setcontext",
+		"bsearch", "clone", "exit", "fopencookie", "fork", "ftw", "ftw64", "glob", "glob64", "lfind",
+		"lsearch", "makecontext", "nftw", "nftw64", "on_exit", "pthread_create", "pthread_once",
+		"qsort", "qsort_r", "quick_exit", "scandir", "scandir64", "scandirat", "scandirat64",
 		"swapcontext", "tdelete", "tdestroy", "tfind", "tsearch", "twalk", "twalk_r",
 	};
-	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-		if (strcmp(names[i], name) == 0)
-			return true;
-	return false;
+	return named(name, names, COUNT(names));
+}
+
+/* frameless says whether name needs its caller's frame to be the one
+   that called it: the dynamic loader's functions find the calling object
+   by the return address (dlsym's RTLD_NEXT, dlopen's namespace), and
+   functions that return twice come back to a frame a gate has left. */
+static bool frameless(const char *name)
+{
+	static const char *const prefixes[] = {"dl", "_dl", "__dl", "mcount", "_mcount"};
+	static const char *const names[] = {
+		"__sigsetjmp", "_setjmp", "getcontext", "savectx", "setcontext", "setjmp", "sigsetjmp", "vfork",
+	};
+	return prefixed(name, prefixes, COUNT(prefixes)) || named(name, names, COUNT(names));
 }
 
 uintptr_t gate_binding(int slot, const char *name, uintptr_t target)
 {
-	if (wrapper_nr(name) >= 0 || pure(name) || calls_back(name))
+	if (wrapper_nr(name) >= 0 || routine(name) || calls_back(name) || frameless(name))
 		return target;
 	unsigned i = __atomic_fetch_add(&ngates, 1, __ATOMIC_RELAXED);
 	if (i >= NGATES)

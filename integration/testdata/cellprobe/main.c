@@ -8,7 +8,8 @@
 //                         file DIR/denied-file: what libmaymk.so may do
 //   cellprobe wait DIR    prints "ready", reads from its standard input,
 //                         then libmaymk.so
-//                         creates DIR/after (through stdio) and mkdirs
+//                         creates DIR/after (through stdio, called by
+//                         a pointer: a supervised call) and mkdirs
 //                         DIR/after-dir, and libnomk.so calls getpid;
 //                         prints nothing more (the supervisor may be
 //                         gone: printf's write would fail) and exits
@@ -39,6 +40,7 @@ int nomk_mkdir(const char *path);
 int nomk_create(const char *path);
 int maymk_mkdir(const char *path);
 int maymk_create(const char *path);
+int maymk_create_supervised(const char *path);
 
 static void say(const char *s)
 {
@@ -117,7 +119,7 @@ int main(int argc, char **argv)
 	say("ready\n");
 	if (read(0, line, sizeof line) <= 0)
 		return 3;
-	int err = maymk_create(after);
+	int err = maymk_create_supervised(after);
 	maymk_mkdir(after_dir);
 	nomk_getpid();
 	return err;
