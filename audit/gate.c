@@ -1,6 +1,6 @@
 /*
  * Calls libc makes on a compartment's behalf: stdio's reads and writes,
- * fopen's openat, malloc's mmap. They leave from libc's code, so the
+ * fopen's openat, opendir's getdents64. They leave from libc's code, so the
  * filter cannot tell whose they are, and the supervisor used to find out
  * by unwinding the caller's stack, some ten microseconds a call. Here the
  * compartment that called into libc leaves a mark the call can be decided

@@ -490,6 +490,10 @@ int main(int argc, char **argv)
 		report("lib-fopen", lib_fopen(path("file")));
 		report("lib-fopen-tail", lib_fopen_tail(path("file")) ? 0 : -1);
 		report("main-fopen", main_fopen(false));
+		// More arguments than registers: printf's gate passes the
+		// ones on the stack on.
+		printf("main-varargs %d %d %d %d %d %d %d %d %d %d %d %d %.1f %.1f -\n", 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+		       11, 12, 0.5, 1.5);
 	} else if (strcmp(mode, "stdio-pointer") == 0) {
 		report("lib-fopen", lib_fopen_pointer(path("file")));
 		report("main-fopen", main_fopen(true));
