@@ -74,8 +74,8 @@ type CallersIn int
 
 const (
 	// CallersAnywhere: in /proc and their memory, and in the kernel's
-	// snapshots (as root) once loaded, in the background, after the
-	// first few (snapshots.go).
+	// snapshots (as root) once loaded, in the background, after many
+	// (snapshots.go).
 	CallersAnywhere CallersIn = iota
 	// CallersInProc: in /proc alone, the way without root.
 	CallersInProc

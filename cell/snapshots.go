@@ -7,13 +7,15 @@ import (
 )
 
 // The kernel's snapshots of notified threads (package snapshot) spare
-// the supervisor two system calls a caller, but loading their program
-// takes tens of milliseconds of CPU: the supervisor loads it in the
-// background once it has looked for callers in /proc loadAfter times, so
-// that a program that needs few pays nothing, and one that needs many
-// soon finds them in snapshots. Without root the load fails, and /proc
-// it stays.
-const loadAfter = 32
+// the supervisor two system calls a caller, some 10 µs, but loading their
+// program takes 20 to 40 ms of CPU (the kernel's BTF is parsed): the
+// supervisor loads it in the background once it has looked for callers
+// in /proc loadAfter times, about what the load costs, so that a program
+// that needs few (most, since the calls libc makes for a library are
+// decided in the kernel: audit/gate.c) pays nothing, and one that needs
+// many soon finds them in snapshots. Without root the load fails, and
+// /proc it stays.
+const loadAfter = 2048
 
 // snapshotOf reads where the notified thread waits from its snapshot,
 // copying its stack into w's buffer. The thread's record must be of its

@@ -36,11 +36,9 @@ import (
 func callAt(site, nr uintptr) uintptr
 
 // warmUp is how many calls the payload makes before it times its loop:
-// the first has its call chain unwound, which the rest find cached; and
-// enough of them that the supervisor loads the kernel's snapshots
-// (cell/snapshots.go), which settle gives it time for. The loop then
-// measures the steady state a program that makes many supervised calls
-// reaches.
+// the first has its call chain unwound, which the rest find cached, and
+// settle lets the supervisor's threads go idle. The loop then measures
+// the steady state a program that makes many supervised calls reaches.
 const (
 	warmUp = 64
 	settle = 300 * time.Millisecond
@@ -77,10 +75,15 @@ func measureSupervised(ctx context.Context, req request) (Sample, error) {
 }
 
 // callersIn is where the supervisor of mechanism m finds callers: in the
-// kernel's snapshots where it can (as root), or in /proc.
+// kernel's snapshots from the start where it can (as root: a program
+// that makes many supervised calls loads them soon, cell/snapshots.go),
+// or in /proc.
 func callersIn(m Mechanism) cell.CallersIn {
-	if m == SupervisedProc {
+	switch {
+	case m == SupervisedProc:
 		return cell.CallersInProc
+	case os.Geteuid() == 0:
+		return cell.CallersInSnapshots
 	}
 	return cell.CallersAnywhere
 }
