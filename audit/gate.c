@@ -215,11 +215,6 @@ static void patch(uintptr_t at, uintptr_t to)
 	memcpy((void *)at, code, sizeof code);
 }
 
-static void protect(struct range r, int prot)
-{
-	if (mprotect((void *)r.start, r.end - r.start, prot) != 0)
-		die("mprotect libc's code to redirect its wrappers: %s", strerror(errno));
-}
 
 /* housekeeping says whether libc's own calls of nr are memory it manages
    for whoever called it (malloc's brk and mmap): the runtime's calls, not
@@ -274,12 +269,17 @@ void gate_redirect(const struct object *libc)
 		void *own = offset >= 0 ? dlsym(RTLD_DEFAULT, name) : NULL;
 		syscell_redirect_table[k] = (struct redirect){offset, (uintptr_t)own};
 	}
+	/* Where libc's code cannot be written (a security module refusing to
+	   write a file's code), its wrappers stay as they are: the calls they
+	   make go to the supervisor. */
+	if (mprotect((void *)text.start, text.end - text.start, PROT_READ | PROT_WRITE) != 0)
+		return;
 	struct symbols s = symbols(libc->map);
-	protect(text, PROT_READ | PROT_WRITE);
 	for (size_t i = 0; i < s.count; i++) {
 		long k = redirectable(&s, i, libc->map->l_addr);
 		if (k >= 0)
 			patch(libc->map->l_addr + s.sym[i].st_value, (uintptr_t)syscell_redirects + k * STRIDE);
 	}
-	protect(text, PROT_READ | PROT_EXEC);
+	if (mprotect((void *)text.start, text.end - text.start, PROT_READ | PROT_EXEC) != 0)
+		die("make libc's code executable again: %s", strerror(errno));
 }
