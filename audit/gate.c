@@ -101,21 +101,27 @@ static bool prefixed(const char *name, const char *const *prefixes, size_t n)
 
 #define COUNT(a) (sizeof a / sizeof *a)
 
-/* routine says whether name makes no call whose owner matters: string
-   and memory functions, which make none; malloc's family and the
-   locks, whose calls (brk, mmap, futex) are everyone's or the runtime's.
-   They are hot enough that a gate would cost them time; a function left
-   out here only costs time. */
+/* routine says whether name makes no call whose owner matters: string,
+   memory, character and regular expression functions, which make none;
+   malloc's family and the locks, whose calls (brk, mmap, futex) are
+   everyone's or the runtime's. They are hot enough (sed calls re_search
+   and clearerr_unlocked for every line) that a gate would cost them
+   time; a function left out here only costs time. */
 static bool routine(const char *name)
 {
 	static const char *const prefixes[] = {
 		"mem", "rawmem", "str", "stp", "wmem", "wcs", "__mem", "__str", "__stp", "__wmem", "__wcs",
-		"__ctype_", "pthread_mutex_", "pthread_cond_", "pthread_rwlock_", "pthread_spin_",
+		"__ctype_", "isw", "tow", "mbr", "mbs", "wcr", "re_", "reg", "pthread_mutex_", "pthread_cond_",
+		"pthread_rwlock_", "pthread_spin_",
 	};
 	static const char *const names[] = {
-		"__errno_location", "aligned_alloc", "calloc", "free", "malloc", "malloc_usable_size",
-		"memalign", "posix_memalign", "pthread_equal", "pthread_getspecific", "pthread_self",
-		"pthread_setspecific", "pvalloc", "realloc", "reallocarray", "valloc",
+		"__errno_location", "aligned_alloc", "btowc", "calloc", "clearerr", "clearerr_unlocked", "feof",
+		"feof_unlocked", "ferror", "ferror_unlocked", "fileno", "fileno_unlocked", "free", "getenv",
+		"getopt", "getopt_long", "getopt_long_only", "isalnum", "isalpha", "isascii", "isblank",
+		"iscntrl", "isdigit", "isgraph", "islower", "isprint", "ispunct", "isspace", "isupper",
+		"isxdigit", "malloc", "malloc_usable_size", "memalign", "nl_langinfo", "posix_memalign",
+		"pthread_equal", "pthread_getspecific", "pthread_self", "pthread_setspecific", "pvalloc",
+		"realloc", "reallocarray", "secure_getenv", "tolower", "toupper", "valloc", "wctob",
 	};
 	return prefixed(name, prefixes, COUNT(prefixes)) || named(name, names, COUNT(names));
 }
