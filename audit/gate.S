@@ -7,7 +7,8 @@
  * function in a frame of its own with every register a call may pass
  * (%rax too: the vector count of a variadic call) and the first
  * STACK_ARGS words of the caller's stack arguments, and drops the entry,
- * and any a longjmp left behind, once the function returns. Its frame
+ * and any a longjmp left behind, once the function returns; the next
+ * gate drops those too. Its frame
  * has unwind information: C++ exceptions, thread cancellation and the
  * supervisor's unwinder step through it.
  *
@@ -51,10 +52,21 @@ syscell_gates:
 	entries
 	mov %rax, SCRATCH(%r10)
 	mov TOP(%r10), %rax
-	cmp $DEPTH * ENTRY, %rax
+	/* Entries at or below the stack pointer are of calls a longjmp (out
+	   of a signal handler, a stream's function) left: gone. */
+7:	test %rax, %rax
+	jz 8f
+	cmp %rsp, E_SP-ENTRY(%r10,%rax)
+	ja 8f
+	sub $ENTRY, %rax
+	jmp 7b
+8:	cmp $DEPTH * ENTRY, %rax
 	jae 1f
 	mov %rsp, E_SP(%r10,%rax)
 	mov %r11, E_GATE(%r10,%rax)
+	mov (%rsp), %r11
+	mov %r11, E_RET(%r10,%rax)
+	mov E_GATE(%r10,%rax), %r11
 	add $ENTRY, %rax
 	mov %rax, TOP(%r10)
 	mov $1, %eax
@@ -120,7 +132,8 @@ syscell_redirects:
 	mov %r11, SCRATCH(%r10)
 	mov TOP(%r10), %rax
 	/* The innermost entry whose call runs: its return address lies above
-	   the stack pointer, within reach. */
+	   the stack pointer, within reach, and is still there (after a
+	   longjmp out of the call, another call may have taken its slot). */
 1:	test %rax, %rax
 	jz 2f
 	mov E_SP-ENTRY(%r10,%rax), %r11
@@ -128,6 +141,10 @@ syscell_redirects:
 	jbe 3f
 	cmp $REACH, %r11
 	ja 2f
+	mov E_SP-ENTRY(%r10,%rax), %r11
+	mov (%r11), %r11
+	cmp E_RET-ENTRY(%r10,%rax), %r11
+	jne 3f
 	mov E_GATE-ENTRY(%r10,%rax), %r11
 	mov GATE_SLOT(%r11), %rax
 	test %rax, %rax

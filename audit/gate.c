@@ -54,12 +54,13 @@ struct redirect {
 struct entries {
 	uintptr_t top, scratch, overflow;
 	struct {
-		uintptr_t sp, gate;
+		uintptr_t sp, ret, gate;
 	} e[DEPTH];
 };
 _Static_assert(sizeof(struct gate) == STRIDE && offsetof(struct gate, slot) == GATE_SLOT, "gate.h");
 _Static_assert(offsetof(struct redirect, fallback) == REDIRECT_FALLBACK, "gate.h");
 _Static_assert(offsetof(struct entries, overflow) == OVERFLOW && offsetof(struct entries, e) == E &&
+		       offsetof(struct entries, e[0].ret) == E_RET &&
 		       sizeof(((struct entries *)0)->e[0]) == ENTRY, "gate.h");
 
 /* Read by gate.S. */

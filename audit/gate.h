@@ -22,16 +22,17 @@
 /* struct entries: TOP is the byte offset past the innermost entry;
    entry k, at E + k * ENTRY, holds where the caller's return address
    lay when it called through a gate (the gate's frame is just below),
-   and the gate's table entry. OVERFLOW counts calls through gates made
-   while all DEPTH entries were taken, which leave their calls' owner
-   unknown. */
+   the address, and the gate's table entry. OVERFLOW counts calls through
+   gates made while all DEPTH entries were taken, which leave their
+   calls' owner unknown. */
 #define TOP 0
 #define SCRATCH 8
 #define OVERFLOW 16
 #define E 24
 #define E_SP (E + 0)
-#define E_GATE (E + 8)
-#define ENTRY 16
+#define E_RET (E + 8)
+#define E_GATE (E + 16)
+#define ENTRY 24
 #define DEPTH 64
 /* How far above the stack pointer a live entry's return address may lie
    when libc makes a call: deeper calls (a callback's long recursion)

@@ -8,6 +8,9 @@
 //            called through their bindings (libmk.so's by a tail call too)
 //   stdio-pointer  the same through pointers to libc's fopen, which pass
 //            no binding
+//   stdio-longjmp  prog flushes a stream whose write function longjmps
+//            out of fflush, then libmk.so opens DIR/file through a
+//            pointer, in the slot fflush's return address took
 //   ctor     reports what libmk.so's constructor's mkdir(DIR/ctor) did
 //   loader   reports the getpid and the failed mkdir libgetpid.so's
 //            calloc made when the loader called it, before any constructor
@@ -54,6 +57,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -135,6 +139,17 @@ static void *thread_main(void *arg)
 
 // main_fopen_pointer is libc's own fopen, as libmk.so's fopen_pointer.
 static FILE *(*volatile main_fopen_pointer)(const char *, const char *) = fopen;
+
+// jump_write is the write function of stdio-longjmp's stream: it leaves
+// the fflush that called it, through its gate, by a longjmp.
+static jmp_buf stdio_jump;
+static ssize_t jump_write(void *cookie, const char *buf, size_t n)
+{
+	(void)cookie;
+	(void)buf;
+	(void)n;
+	longjmp(stdio_jump, 1);
+}
 
 // main_fopen opens DIR/file through prog's binding of fopen, or through
 // the pointer.
@@ -494,6 +509,16 @@ int main(int argc, char **argv)
 		// ones on the stack on.
 		printf("main-varargs %d %d %d %d %d %d %d %d %d %d %d %d %.1f %.1f -\n", 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
 		       11, 12, 0.5, 1.5);
+	} else if (strcmp(mode, "stdio-longjmp") == 0) {
+		// No call through a gate between the longjmp and libmk.so's
+		// open: none drops fflush's mark before the open.
+		char *file = path("file");
+		FILE *f = fopencookie(NULL, "w", (cookie_io_functions_t){.write = jump_write});
+		if (f != NULL && setjmp(stdio_jump) == 0) {
+			fputs("x", f);
+			fflush(f);
+		}
+		report("lib-fopen", lib_fopen_pointer(file));
 	} else if (strcmp(mode, "stdio-pointer") == 0) {
 		report("lib-fopen", lib_fopen_pointer(path("file")));
 		report("main-fopen", main_fopen(true));
