@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -180,16 +181,23 @@ func (s *supervisor) stopped(n *notify.Notification) (*thread, entry, error) {
 	return t, e, nil
 }
 
-// stoppedTries bounds how long waitStopped waits, at a microsecond or so
-// a try.
-const stoppedTries = 10000
+// How long waitStopped waits: spinning first, for the moment a thread
+// takes to go to sleep, then, for a thread the scheduler has preempted on
+// its way (a loaded machine), sleeping a little between tries, up to
+// stoppedWait.
+const (
+	stoppedSpins = 10000
+	stoppedNap   = 50 * time.Microsecond
+	stoppedWait  = 2 * time.Second
+)
 
 // waitStopped reads where thread t is stopped. The kernel queues a
 // notification before the thread goes to sleep, so the supervisor may
-// find it still running for a moment; it waits, as long as the
+// find it still running for a while; it waits, as long as the
 // notification is pending.
 func (s *supervisor) waitStopped(t *thread, n *notify.Notification) (entry, error) {
-	for range stoppedTries {
+	deadline := time.Now().Add(stoppedWait)
+	for try := 0; try < stoppedSpins || time.Now().Before(deadline); try++ {
 		e, err := t.readEntry()
 		if !errors.Is(err, errRunning) {
 			return e, err
@@ -197,7 +205,11 @@ func (s *supervisor) waitStopped(t *thread, n *notify.Notification) (entry, erro
 		if err := s.l.Valid(n.ID); err != nil {
 			return entry{}, err
 		}
-		runtime.Gosched()
+		if try < stoppedSpins {
+			runtime.Gosched()
+		} else {
+			time.Sleep(stoppedNap)
+		}
 	}
 	return entry{}, fmt.Errorf("cell: thread %d: %w", t.tid, errRunning)
 }

@@ -32,7 +32,7 @@ func (r *Recording) Policy() (*policy.Policy, policy.WriteOptions) {
 			pc.Reach = append([]string{}, slices.Sorted(maps.Keys(c.Reach))...)
 		}
 		if r.Phased() {
-			pc.Serving = append([]string{}, sortedNames(c.Serving)...)
+			pc.Serving = servingNames(c)
 		}
 		p.Compartments = append(p.Compartments, pc)
 		opts.Comments[c.Name] = countComments(c.Calls)
@@ -151,4 +151,28 @@ func sysoCalls(owner string, calls map[string]uint64) (map[string]uint64, error)
 		out[strconv.Itoa(int(nr))] = n
 	}
 	return out, nil
+}
+
+// threadCalls are the calls libc makes in a new thread before and after
+// its function runs (start_thread: rseq and robust list registered, the
+// signal mask restored; at its end, its stack's pages given back). A
+// thread a process started while starting makes them when the scheduler
+// lets it, which may be after the process served: in one run before, in
+// the next after.
+var threadCalls = []string{"exit", "madvise", "rseq", "rt_sigprocmask", "set_robust_list"}
+
+// servingNames are the calls of c's policy while serving: those recorded
+// while serving, and for the runtime, its thread calls recorded at all.
+func servingNames(c *Compartment) []string {
+	names := sortedNames(c.Serving)
+	if c.Name != RuntimeName {
+		return names
+	}
+	for _, name := range threadCalls {
+		if _, ok := c.Calls[name]; ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
 }
