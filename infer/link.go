@@ -43,8 +43,10 @@ type linker struct {
 	// own is each non-runtime object's pseudo-node of the functions
 	// whose addresses it takes, -1 for the runtime's.
 	own []int
-	// live says which nodes can run in the process (findLive).
-	live []bool
+	// live says which nodes can run in the process (findLive), pieces
+	// which pieces of data it reaches.
+	live   []bool
+	pieces *liveData
 	// dlopened says which objects only dlopen loads.
 	dlopened []bool
 	// exports maps a name to the runtime's functions of that name;
@@ -135,13 +137,14 @@ func newLinker(objs []*Object, kind Kind) *linker {
 	return l
 }
 
-// taken are the functions whose addresses object i takes: with its
-// code (LEA, immediates of position-dependent code), its relocated
-// data, and the GOT slots its code reads rather than calls through.
+// taken are the functions whose addresses object i takes: with its live
+// code (LEA, immediates of position-dependent code), its live relocated
+// data, and the GOT slots its live code reads rather than calls through
+// (or that no code reads the ways the analysis sees).
 func (l *linker) taken(i int) map[int]bool {
 	set := map[int]bool{}
 	o := l.objs[i]
-	called, loaded := map[uint64]bool{}, map[uint64]bool{}
+	loaded := map[uint64]bool{}
 	for addr, fn := range o.Functions {
 		if !l.live[l.index[i][addr]] {
 			// Dead code takes no address that counts.
@@ -156,17 +159,16 @@ func (l *linker) taken(i int) map[int]bool {
 		for _, a := range fn.Loads {
 			loaded[a] = true
 		}
-		for _, c := range fn.Calls {
-			if !c.Direct && c.Ptr.Kind == x86.Slot {
-				called[c.Ptr.Consts[0]] = true
-			}
-		}
 	}
 	for addr, w := range o.Words {
+		if !(l.pieces.wordLive(i, addr) || loaded[addr]) || (l.pieces.read[i][addr] && !loaded[addr]) {
+			// Dead data, or a GOT slot live code only calls through.
+			continue
+		}
 		switch {
 		case w.Kind == image.Local && o.isCode(w.Addr):
 			addTargets(set, l.at(i, w.Addr))
-		case w.Kind == image.Symbol && !w.Call && (loaded[addr] || !called[addr]):
+		case w.Kind == image.Symbol && !w.Call:
 			addTargets(set, l.symbol(i, w.Name))
 		}
 	}

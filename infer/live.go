@@ -1,7 +1,6 @@
 package infer
 
 import (
-	"github.com/syscell/syscell/infer/image"
 	"github.com/syscell/syscell/infer/x86"
 )
 
@@ -11,10 +10,13 @@ import (
 // the functions any object's data points to, and those looked up by
 // constant names), through calls, resolved as the solver resolves them,
 // and the addresses live code takes, its own functions' or, through GOT
-// slots it reads, other objects'. A function whose address only dead
-// code takes is no indirect call's target.
+// slots it reads, other objects', and the pieces of data live code
+// takes the address of (chunks), with the functions and data their words
+// point to. A function whose address only dead code or dead data takes
+// is no indirect call's target.
 func (l *linker) findLive() {
 	l.live = make([]bool, len(l.nodes))
+	l.pieces = newLiveData(l)
 	var work []int
 	mark := func(t targets) {
 		for _, n := range t.nodes {
@@ -27,7 +29,7 @@ func (l *linker) findLive() {
 	for i := range l.objs {
 		mark(l.roots(i))
 	}
-	for len(work) > 0 {
+	for mark(l.pieces.pieces()); len(work) > 0; mark(l.pieces.pieces()) {
 		n := work[len(work)-1]
 		work = work[:len(work)-1]
 		mark(l.reached(n))
@@ -36,10 +38,13 @@ func (l *linker) findLive() {
 
 // roots are the functions of object i that start without a call from
 // live code: its entry point (the executable's and the loader's, where
-// processes start), its constructors and destructors, the functions its
-// data points to, and those it looks up by name. Every export of a
-// library that only dlopen loads is a root: its loader looks its
-// functions up by names it computes (NSS's _nss_systemd_getpwnam_r).
+// processes start), its constructors and destructors, the functions the
+// words of its data outside the chunked sections point to (but the GOT
+// slots its code reads), and those it looks up by name. The pieces of
+// data it exports are live, as other objects may read them. Every
+// export of a library that only dlopen loads is a root: its loader
+// looks its functions up by names it computes (NSS's
+// _nss_systemd_getpwnam_r).
 func (l *linker) roots(i int) targets {
 	o := l.objs[i]
 	var t targets
@@ -56,14 +61,14 @@ func (l *linker) roots(i int) targets {
 	for _, addr := range o.InitFini {
 		t.add(l.at(i, addr))
 	}
+	for _, addr := range sortedKeys(o.Data) {
+		l.pieces.mark(i, o.Data[addr])
+	}
 	for _, addr := range sortedKeys(o.Words) {
-		switch w := o.Words[addr]; {
-		case w.Kind == image.Local:
-			t.add(l.at(i, w.Addr))
-		case w.Kind == image.Symbol && !w.Call:
-			// A function pointer in data, or a GOT slot, by name.
-			t.add(l.everywhere(w.Name))
+		if l.pieces.chunks[i].chunked[addr] || l.pieces.read[i][addr] {
+			continue
 		}
+		t.add(l.pieces.word(i, addr))
 	}
 	for _, name := range o.Looked {
 		t.add(l.everywhere(name))
@@ -93,9 +98,10 @@ func (l *linker) reached(n int) targets {
 		t.add(l.at(i, r))
 	}
 	for _, a := range fn.Loads {
-		if w, ok := l.objs[i].Words[a]; ok && w.Kind == image.Symbol {
-			t.add(l.everywhere(w.Name))
-		}
+		t.add(l.pieces.loaded(i, a))
+	}
+	for _, a := range append(append([]uint64(nil), fn.Data...), fn.Reads...) {
+		l.pieces.mark(i, a)
 	}
 	return t
 }

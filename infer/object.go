@@ -22,6 +22,9 @@ type Object struct {
 	// point.
 	Exec  bool
 	Entry uint64
+	// Absolute says its code is position-dependent (ET_EXEC): it may
+	// take addresses as immediates.
+	Absolute bool
 	// BindNow says its symbols are bound at start: its PLT never calls
 	// the loader's lazy-binding resolver.
 	BindNow bool
@@ -67,7 +70,7 @@ var lookups = map[string]int{"dlsym": 1, "dlvsym": 1, "__libc_dlsym": 1, "__libc
 func Analyse(img *image.Image) *Object {
 	obj := &Object{
 		Path: img.Path, BuildID: img.BuildID, Soname: img.Soname, Exec: img.Interp != "",
-		Entry: img.Entry, BindNow: img.BindNow, InitFini: img.InitFini, Exports: img.Exports, Data: img.Data, Words: img.Words,
+		Entry: img.Entry, Absolute: img.Type == elf.ET_EXEC, BindNow: img.BindNow, InitFini: img.InitFini, Exports: img.Exports, Data: img.Data, Words: img.Words,
 		ReadOnly: img.ReadOnly, Sections: img.Sections, Functions: map[uint64]*x86.Function{}, Strings: img.Strings,
 	}
 	a := analysis{img: img, obj: obj}
