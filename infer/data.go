@@ -173,7 +173,7 @@ func (d *liveData) pieces() targets {
 }
 
 // readSlots are the words of object i's GOT (.got) that some function of
-// it reads, by a single load or a call through the slot: what live code
+// it reads, by a load (into any register) or a call through the slot: what live code
 // reads from such a slot is live, not what every slot holds. A slot no
 // function reads the ways the analysis sees is read some other way, and
 // counts as it always did.
@@ -189,7 +189,7 @@ func readSlots(o *Object) map[uint64]bool {
 	}
 	read := map[uint64]bool{}
 	for _, fn := range o.Functions {
-		for _, a := range fn.Loads {
+		for _, a := range append(append([]uint64(nil), fn.Loads...), fn.Reads...) {
 			if in(a) {
 				read[a] = true
 			}

@@ -156,7 +156,7 @@ func (l *linker) taken(i int) map[int]bool {
 		for _, r := range fn.Imms {
 			addTargets(set, l.at(i, r))
 		}
-		for _, a := range fn.Loads {
+		for _, a := range append(append([]uint64(nil), fn.Loads...), fn.Reads...) {
 			loaded[a] = true
 		}
 	}

@@ -97,10 +97,14 @@ func (l *linker) reached(n int) targets {
 	for _, r := range append(append([]uint64(nil), fn.Refs...), fn.Imms...) {
 		t.add(l.at(i, r))
 	}
-	for _, a := range fn.Loads {
+	for _, a := range fn.Data {
+		l.pieces.mark(i, a)
+	}
+	for _, a := range append(append([]uint64(nil), fn.Loads...), fn.Reads...) {
 		t.add(l.pieces.loaded(i, a))
 	}
-	for _, a := range append(append([]uint64(nil), fn.Data...), fn.Reads...) {
+	for _, a := range fn.Reads {
+		// A structure's copy: the rest of its piece may follow.
 		l.pieces.mark(i, a)
 	}
 	return t
