@@ -192,16 +192,9 @@ func (p *Program) looked(i int, set map[int]bool) {
 // give: what its lookups by name may find.
 func (p *Program) named(i int, set map[int]bool) {
 	l := p.s.linker
-	seen := map[string]bool{}
-	for _, s := range l.objs[i].Strings {
-		for j := range len(s) {
-			name := s[j:]
-			if ns, ok := l.exports[name]; ok && !seen[name] {
-				seen[name] = true
-				for _, n := range ns {
-					set[n] = true
-				}
-			}
+	for _, name := range l.objs[i].Strings {
+		for _, n := range l.exports[name] {
+			set[n] = true
 		}
 	}
 }
