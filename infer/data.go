@@ -13,7 +13,10 @@ import (
 // tables, structures of callbacks), which code reaches by an address it
 // takes. The words of any other section (init and fini arrays, TLS
 // images, the GOT, sections code walks from a __start_ symbol to a
-// __stop_ one) are live as they always were.
+// __stop_ one) are live as they always were, but for a section code
+// checks pointers against (checked): its words are tables a pointer
+// that passed the check is one of, and a table counts once live code
+// or data takes its address, as the pointer had to come from there.
 var chunkedSections = map[string]bool{".data.rel.ro": true, ".data": true, ".rodata": true}
 
 // chunks splits an object's data into the pieces code reaches as a
@@ -48,9 +51,15 @@ func newChunks(o *Object) *chunks {
 		// the analysis does not tell from numbers: every word counts.
 		return c
 	}
+	checked := map[uint64]bool{}
+	for _, fn := range o.Functions {
+		for _, ck := range fn.Checks {
+			checked[ck.Against] = true
+		}
+	}
 	var secs []image.Range
 	for _, s := range o.Sections {
-		if chunkedSections[s.Name] {
+		if chunkedSections[s.Name] || checked[s.Start] {
 			secs = append(secs, s.Range)
 		}
 	}
