@@ -65,8 +65,11 @@ var buildOwn = sync.OnceValues(func() (string, error) {
 	}
 	for _, lib := range ownLibs {
 		args := []string{"-shared", "-fPIC", "-o", filepath.Join(dir, "lib"+lib+".so"), filepath.Join("testdata", lib+".c")}
-		if lib == "chain_a" {
+		switch lib {
+		case "chain_a":
 			args = append(args, "-L"+dir, "-lchain_b", "-Wl,-rpath,"+dir)
+		case "tables":
+			args = append(args, "-Wl,-e,tables_start")
 		}
 		if err := gcc(args...); err != nil {
 			return "", err

@@ -55,8 +55,9 @@ type linker struct {
 	// vdso are the vDSO's functions: what libc's pointers to it (and an
 	// IFUNC resolver that reads one) may give.
 	vdso []int
-	// loader is the dynamic loader's object, -1 if none.
-	loader int
+	// loader is the dynamic loader's object, program the one the kernel
+	// starts, -1 if none.
+	loader, program int
 	// data maps an exported data object's name to its object and
 	// address.
 	data  map[string]dataSym
@@ -77,13 +78,16 @@ type slotKey struct {
 
 func newLinker(objs []*Object, kind Kind) *linker {
 	l := &linker{objs: objs, runtime: make([]bool, len(objs)), index: make([]map[uint64]int, len(objs)),
-		exports: map[string][]int{}, defined: map[string][]int{}, slots: map[slotKey]targets{}, data: map[string]dataSym{}, loader: -1}
+		exports: map[string][]int{}, defined: map[string][]int{}, slots: map[slotKey]targets{}, data: map[string]dataSym{}, loader: -1, program: -1}
 	l.dlopened = make([]bool, len(objs))
 	for i, o := range objs {
 		l.runtime[i] = kind.Runtime(o)
 		l.dlopened[i] = kind.Dlopened != nil && kind.Dlopened(o)
 		if kind.Loader(o) {
 			l.loader = i
+		}
+		if kind.Program != nil && kind.Program(o) {
+			l.program = i
 		}
 		for _, name := range sortedKeys(o.Data) {
 			if _, ok := l.data[name]; !ok {

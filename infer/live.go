@@ -37,8 +37,9 @@ func (l *linker) findLive() {
 }
 
 // roots are the functions of object i that start without a call from
-// live code: its entry point (the executable's and the loader's, where
-// processes start), its constructors and destructors, the functions the
+// live code: its entry point (the program's and the loader's, where
+// processes start; not a library's, which runs only when the library is
+// the command), its constructors and destructors, the functions the
 // words of its data outside the chunked sections point to (but the GOT
 // slots its code reads), and those it looks up by name. The pieces of
 // data it exports are live, as other objects may read them. Every
@@ -55,7 +56,7 @@ func (l *linker) roots(i int) targets {
 			}
 		}
 	}
-	if o.Exec || i == l.loader {
+	if i == l.program || i == l.loader {
 		t.add(l.at(i, o.Entry))
 	}
 	for _, addr := range o.InitFini {

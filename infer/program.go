@@ -29,12 +29,15 @@ type Stats struct {
 }
 
 // Kind tells Link which objects form the system runtime, which is the
-// vDSO, which one is the loader, and which are loaded with dlopen (whose
-// exports dlsym may look up by any name).
+// vDSO, which one is the loader, which the program the kernel starts
+// (a library may have an entry point too, for running it as a command,
+// as libcap has), and which are loaded with dlopen (whose exports dlsym
+// may look up by any name).
 type Kind struct {
 	Runtime  func(*Object) bool
 	VDSO     func(*Object) bool
 	Loader   func(*Object) bool
+	Program  func(*Object) bool
 	Dlopened func(*Object) bool
 }
 
@@ -332,7 +335,10 @@ func (p *Program) Runtime() Calls {
 			continue
 		}
 		var started targets
-		for _, addr := range append([]uint64{o.Entry}, o.InitFini...) {
+		if i == p.s.program {
+			started.add(p.s.at(i, o.Entry))
+		}
+		for _, addr := range o.InitFini {
 			started.add(p.s.at(i, addr))
 		}
 		for _, sec := range o.Sections {
