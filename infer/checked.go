@@ -46,24 +46,21 @@ func (l *linker) sectionAt(o int, addr uint64) (image.Range, bool) {
 // wordsIn are the functions the relocated words of a range of object o
 // point to.
 func (l *linker) wordsIn(o int, r image.Range) targets {
-	var t targets
-	for _, addr := range sortedKeys(l.objs[o].Words) {
-		if addr < r.Start || addr >= r.End {
-			continue
-		}
-		if w := l.objs[o].Words[addr]; w.Kind == image.Local {
-			t.add(l.at(o, w.Addr))
-		}
-	}
-	return t
+	return l.wordsWhere(o, r, func(uint64) bool { return true })
 }
 
 // liveWordsIn are the functions the live relocated words of a range of
 // object o point to.
 func (l *linker) liveWordsIn(o int, r image.Range) targets {
+	return l.wordsWhere(o, r, func(addr uint64) bool { return l.pieces.wordLive(o, addr) })
+}
+
+// wordsWhere are the functions the relocated words of a range of object
+// o that keep says count point to.
+func (l *linker) wordsWhere(o int, r image.Range, keep func(addr uint64) bool) targets {
 	var t targets
 	for _, addr := range sortedKeys(l.objs[o].Words) {
-		if addr < r.Start || addr >= r.End || !l.pieces.wordLive(o, addr) {
+		if addr < r.Start || addr >= r.End || !keep(addr) {
 			continue
 		}
 		if w := l.objs[o].Words[addr]; w.Kind == image.Local {

@@ -20,11 +20,12 @@ import (
 var chunkedSections = map[string]bool{".data.rel.ro": true, ".data": true, ".rodata": true}
 
 // chunks splits an object's data into the pieces code reaches as a
-// whole: a piece starts at an address something takes (code's LEA or
-// wider read, a relocated word, an export) and runs to the next such
-// address. The analysis assumes code reads a word of data only through
-// an address taken of that word or of an earlier one with no other
-// address taken in between: C's objects, which a pointer does not leave.
+// whole: a piece starts at a 16-aligned address something takes (code's
+// LEA, a relocated word, an export) and runs to the next such address.
+// The analysis assumes code reads a word of data only through an address
+// taken of that word or of an earlier one with no other start in
+// between, or by copying it: C's objects, which a pointer does not
+// leave.
 type chunks struct {
 	// starts are the pieces' first addresses, sorted.
 	starts []uint64
@@ -181,11 +182,12 @@ func (d *liveData) pieces() targets {
 	return t
 }
 
-// readSlots are the words of object i's GOT (.got) that some function of
-// it reads, by a load (into any register) or a call through the slot: what live code
-// reads from such a slot is live, not what every slot holds. A slot no
-// function reads the ways the analysis sees is read some other way, and
-// counts as it always did.
+// readSlots are the words of object o's GOT (.got) that some function of
+// it reads, by a load (into any register) or a call through the slot:
+// what live code reads from such a slot is live, not what every slot
+// holds. A slot no function reads the ways the analysis sees is read
+// some other way, and counts as any word of data outside the chunked
+// sections does.
 func readSlots(o *Object) map[uint64]bool {
 	var got []image.Range
 	for _, sec := range o.Sections {

@@ -166,7 +166,8 @@ func (l *linker) taken(i int) map[int]bool {
 	}
 	for addr, w := range o.Words {
 		if !(l.pieces.wordLive(i, addr) || loaded[addr]) || (l.pieces.read[i][addr] && !loaded[addr]) {
-			// Dead data, or a GOT slot live code only calls through.
+			// Dead data, or a GOT slot live code does not read: it
+			// calls through it, or only dead code reads it.
 			continue
 		}
 		switch {

@@ -5,15 +5,13 @@ import (
 )
 
 // findLive marks the functions that can run in the process, as
-// sysfilter's "vacuuming" does: from its roots (the executable's and the
-// loader's entry points, every object's constructors and destructors,
-// the functions any object's data points to, and those looked up by
-// constant names), through calls, resolved as the solver resolves them,
-// and the addresses live code takes, its own functions' or, through GOT
-// slots it reads, other objects', and the pieces of data live code
-// takes the address of (chunks), with the functions and data their words
-// point to. A function whose address only dead code or dead data takes
-// is no indirect call's target.
+// sysfilter's "vacuuming" does and further: from its roots (roots),
+// through calls, resolved as the solver resolves them, the addresses
+// live code takes, its own functions' or, through GOT slots it reads,
+// other objects', and the pieces of data (chunks) live code takes the
+// address of or copies, with the functions and pieces their words point
+// to. A function whose address only dead code or dead data takes is no
+// indirect call's target.
 func (l *linker) findLive() {
 	l.live = make([]bool, len(l.nodes))
 	l.pieces = newLiveData(l)
@@ -62,8 +60,8 @@ func (l *linker) roots(i int) targets {
 	for _, addr := range o.InitFini {
 		t.add(l.at(i, addr))
 	}
-	for _, addr := range sortedKeys(o.Data) {
-		l.pieces.mark(i, o.Data[addr])
+	for _, name := range sortedKeys(o.Data) {
+		l.pieces.mark(i, o.Data[name])
 	}
 	for _, addr := range sortedKeys(o.Words) {
 		if l.pieces.chunks[i].chunked[addr] || l.pieces.read[i][addr] {
@@ -105,7 +103,7 @@ func (l *linker) reached(n int) targets {
 		t.add(l.pieces.loaded(i, a))
 	}
 	for _, a := range fn.Reads {
-		// A structure's copy: the rest of its piece may follow.
+		// A structure's copy: the rest of its piece may be read.
 		l.pieces.mark(i, a)
 	}
 	return t
