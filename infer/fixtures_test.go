@@ -18,6 +18,7 @@ import (
 
 	"github.com/syscell/syscell/attribute"
 	"github.com/syscell/syscell/fixtures"
+	"github.com/syscell/syscell/infer/image"
 	"github.com/syscell/syscell/record"
 )
 
@@ -46,7 +47,7 @@ func options() Options {
 
 // ownLibs are this package's fixtures: testdata/NAME.c becomes
 // libNAME.so, and main.c the program main, which needs them all.
-var ownLibs = []string{"chain_b", "chain_a", "numbers", "table", "pointers", "stdio"}
+var ownLibs = []string{"chain_b", "chain_a", "numbers", "table", "pointers", "stdio", "tables"}
 
 // buildOwn compiles this package's fixtures once, as Debian builds: -O2,
 // no frame pointers.
@@ -64,8 +65,11 @@ var buildOwn = sync.OnceValues(func() (string, error) {
 	}
 	for _, lib := range ownLibs {
 		args := []string{"-shared", "-fPIC", "-o", filepath.Join(dir, "lib"+lib+".so"), filepath.Join("testdata", lib+".c")}
-		if lib == "chain_a" {
+		switch lib {
+		case "chain_a":
 			args = append(args, "-L"+dir, "-lchain_b", "-Wl,-rpath,"+dir)
+		case "tables":
+			args = append(args, "-Wl,-e,tables_start")
 		}
 		if err := gcc(args...); err != nil {
 			return "", err
@@ -228,7 +232,7 @@ func TestRecordedFixtures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs := [][]string{{filepath.Join(own, "main"), "chain", "numbers", "table", "pointers", "stdio"}}
+	runs := [][]string{{filepath.Join(own, "main"), "chain", "numbers", "table", "pointers", "stdio", "tables"}}
 	for _, mode := range slices.Sorted(maps.Keys(modes)) {
 		runs = append(runs, fixtures.Args(dir, mode))
 	}
@@ -257,4 +261,35 @@ func recordRun(t *testing.T, args []string) *record.Recording {
 		t.Fatalf("%s: the recording is lossy:\n%s", strings.Join(args, " "), rec.Summary())
 	}
 	return rec
+}
+
+// TestNames checks the names the fixtures' code and data point to
+// against testdata/names.txt.
+func TestNames(t *testing.T) {
+	dir := ownFixtures(t)
+	f, err := os.Open(filepath.Join("testdata", "names.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
+			continue
+		}
+		img, err := image.Open(filepath.Join(dir, fields[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := Analyse(img).Strings
+		for _, name := range fields[2:] {
+			if slices.Contains(names, name) != (fields[1] == "include") {
+				t.Errorf("names.txt:%d: %s %s %s: it has %v", n, fields[0], fields[1], name, names)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -129,10 +129,13 @@ func link(exe string, opt Options) (*Program, []*Object, error) {
 	}
 	objs = append(objs, vdso)
 	rt := opt.Runtime
+	// The loader's search lists the program first.
+	program := objs[0]
 	p := Link(objs, Kind{
 		Runtime:  func(o *Object) bool { return o == vdso || rt.Contains(o.Soname) },
 		VDSO:     func(o *Object) bool { return o == vdso },
 		Loader:   func(o *Object) bool { return o.Path == loader },
+		Program:  func(o *Object) bool { return o == program },
 		Dlopened: func(o *Object) bool { return dlopened[o.Path] },
 	})
 	p.cached = cached

@@ -43,8 +43,10 @@ type linker struct {
 	// own is each non-runtime object's pseudo-node of the functions
 	// whose addresses it takes, -1 for the runtime's.
 	own []int
-	// live says which nodes can run in the process (findLive).
-	live []bool
+	// live says which nodes can run in the process (findLive), pieces
+	// which pieces of data it reaches.
+	live   []bool
+	pieces *liveData
 	// dlopened says which objects only dlopen loads.
 	dlopened []bool
 	// exports maps a name to the runtime's functions of that name;
@@ -53,8 +55,9 @@ type linker struct {
 	// vdso are the vDSO's functions: what libc's pointers to it (and an
 	// IFUNC resolver that reads one) may give.
 	vdso []int
-	// loader is the dynamic loader's object, -1 if none.
-	loader int
+	// loader is the dynamic loader's object, program the one the kernel
+	// starts, -1 if none.
+	loader, program int
 	// data maps an exported data object's name to its object and
 	// address.
 	data  map[string]dataSym
@@ -75,13 +78,16 @@ type slotKey struct {
 
 func newLinker(objs []*Object, kind Kind) *linker {
 	l := &linker{objs: objs, runtime: make([]bool, len(objs)), index: make([]map[uint64]int, len(objs)),
-		exports: map[string][]int{}, defined: map[string][]int{}, slots: map[slotKey]targets{}, data: map[string]dataSym{}, loader: -1}
+		exports: map[string][]int{}, defined: map[string][]int{}, slots: map[slotKey]targets{}, data: map[string]dataSym{}, loader: -1, program: -1}
 	l.dlopened = make([]bool, len(objs))
 	for i, o := range objs {
 		l.runtime[i] = kind.Runtime(o)
 		l.dlopened[i] = kind.Dlopened != nil && kind.Dlopened(o)
 		if kind.Loader(o) {
 			l.loader = i
+		}
+		if kind.Program != nil && kind.Program(o) {
+			l.program = i
 		}
 		for _, name := range sortedKeys(o.Data) {
 			if _, ok := l.data[name]; !ok {
@@ -135,13 +141,14 @@ func newLinker(objs []*Object, kind Kind) *linker {
 	return l
 }
 
-// taken are the functions whose addresses object i takes: with its
-// code (LEA, immediates of position-dependent code), its relocated
-// data, and the GOT slots its code reads rather than calls through.
+// taken are the functions whose addresses object i takes: with its live
+// code (LEA, immediates of position-dependent code), its live relocated
+// data, and the GOT slots its live code reads rather than calls through
+// (or that no code reads the ways the analysis sees).
 func (l *linker) taken(i int) map[int]bool {
 	set := map[int]bool{}
 	o := l.objs[i]
-	called, loaded := map[uint64]bool{}, map[uint64]bool{}
+	loaded := map[uint64]bool{}
 	for addr, fn := range o.Functions {
 		if !l.live[l.index[i][addr]] {
 			// Dead code takes no address that counts.
@@ -153,20 +160,20 @@ func (l *linker) taken(i int) map[int]bool {
 		for _, r := range fn.Imms {
 			addTargets(set, l.at(i, r))
 		}
-		for _, a := range fn.Loads {
+		for _, a := range append(append([]uint64(nil), fn.Loads...), fn.Reads...) {
 			loaded[a] = true
-		}
-		for _, c := range fn.Calls {
-			if !c.Direct && c.Ptr.Kind == x86.Slot {
-				called[c.Ptr.Consts[0]] = true
-			}
 		}
 	}
 	for addr, w := range o.Words {
+		if !(l.pieces.wordLive(i, addr) || loaded[addr]) || (l.pieces.read[i][addr] && !loaded[addr]) {
+			// Dead data, or a GOT slot live code does not read: it
+			// calls through it, or only dead code reads it.
+			continue
+		}
 		switch {
 		case w.Kind == image.Local && o.isCode(w.Addr):
 			addTargets(set, l.at(i, w.Addr))
-		case w.Kind == image.Symbol && !w.Call && (loaded[addr] || !called[addr]):
+		case w.Kind == image.Symbol && !w.Call:
 			addTargets(set, l.symbol(i, w.Name))
 		}
 	}

@@ -1,20 +1,20 @@
 package infer
 
 import (
-	"github.com/syscell/syscell/infer/image"
 	"github.com/syscell/syscell/infer/x86"
 )
 
 // findLive marks the functions that can run in the process, as
-// sysfilter's "vacuuming" does: from its roots (the executable's and the
-// loader's entry points, every object's constructors and destructors,
-// the functions any object's data points to, and those looked up by
-// constant names), through calls, resolved as the solver resolves them,
-// and the addresses live code takes, its own functions' or, through GOT
-// slots it reads, other objects'. A function whose address only dead
-// code takes is no indirect call's target.
+// sysfilter's "vacuuming" does and further: from its roots (roots),
+// through calls, resolved as the solver resolves them, the addresses
+// live code takes, its own functions' or, through GOT slots it reads,
+// other objects', and the pieces of data (chunks) live code takes the
+// address of or copies, with the functions and pieces their words point
+// to. A function whose address only dead code or dead data takes is no
+// indirect call's target.
 func (l *linker) findLive() {
 	l.live = make([]bool, len(l.nodes))
+	l.pieces = newLiveData(l)
 	var work []int
 	mark := func(t targets) {
 		for _, n := range t.nodes {
@@ -27,7 +27,7 @@ func (l *linker) findLive() {
 	for i := range l.objs {
 		mark(l.roots(i))
 	}
-	for len(work) > 0 {
+	for mark(l.pieces.pieces()); len(work) > 0; mark(l.pieces.pieces()) {
 		n := work[len(work)-1]
 		work = work[:len(work)-1]
 		mark(l.reached(n))
@@ -35,11 +35,15 @@ func (l *linker) findLive() {
 }
 
 // roots are the functions of object i that start without a call from
-// live code: its entry point (the executable's and the loader's, where
-// processes start), its constructors and destructors, the functions its
-// data points to, and those it looks up by name. Every export of a
-// library that only dlopen loads is a root: its loader looks its
-// functions up by names it computes (NSS's _nss_systemd_getpwnam_r).
+// live code: its entry point (the program's and the loader's, where
+// processes start; not a library's, which runs only when the library is
+// the command), its constructors and destructors, the functions the
+// words of its data outside the chunked sections point to (but the GOT
+// slots its code reads), and those it looks up by name. The pieces of
+// data it exports are live, as other objects may read them. Every
+// export of a library that only dlopen loads is a root: its loader
+// looks its functions up by names it computes (NSS's
+// _nss_systemd_getpwnam_r).
 func (l *linker) roots(i int) targets {
 	o := l.objs[i]
 	var t targets
@@ -50,20 +54,20 @@ func (l *linker) roots(i int) targets {
 			}
 		}
 	}
-	if o.Exec || i == l.loader {
+	if i == l.program || i == l.loader {
 		t.add(l.at(i, o.Entry))
 	}
 	for _, addr := range o.InitFini {
 		t.add(l.at(i, addr))
 	}
+	for _, name := range sortedKeys(o.Data) {
+		l.pieces.mark(i, o.Data[name])
+	}
 	for _, addr := range sortedKeys(o.Words) {
-		switch w := o.Words[addr]; {
-		case w.Kind == image.Local:
-			t.add(l.at(i, w.Addr))
-		case w.Kind == image.Symbol && !w.Call:
-			// A function pointer in data, or a GOT slot, by name.
-			t.add(l.everywhere(w.Name))
+		if l.pieces.chunks[i].chunked[addr] || l.pieces.read[i][addr] {
+			continue
 		}
+		t.add(l.pieces.word(i, addr))
 	}
 	for _, name := range o.Looked {
 		t.add(l.everywhere(name))
@@ -92,10 +96,15 @@ func (l *linker) reached(n int) targets {
 	for _, r := range append(append([]uint64(nil), fn.Refs...), fn.Imms...) {
 		t.add(l.at(i, r))
 	}
-	for _, a := range fn.Loads {
-		if w, ok := l.objs[i].Words[a]; ok && w.Kind == image.Symbol {
-			t.add(l.everywhere(w.Name))
-		}
+	for _, a := range fn.Data {
+		l.pieces.mark(i, a)
+	}
+	for _, a := range append(append([]uint64(nil), fn.Loads...), fn.Reads...) {
+		t.add(l.pieces.loaded(i, a))
+	}
+	for _, a := range fn.Reads {
+		// A structure's copy: the rest of its piece may be read.
+		l.pieces.mark(i, a)
 	}
 	return t
 }

@@ -22,6 +22,9 @@ type Object struct {
 	// point.
 	Exec  bool
 	Entry uint64
+	// Absolute says its code is position-dependent (ET_EXEC): it may
+	// take addresses as immediates.
+	Absolute bool
 	// BindNow says its symbols are bound at start: its PLT never calls
 	// the loader's lazy-binding resolver.
 	BindNow bool
@@ -49,8 +52,11 @@ type Object struct {
 	// LookupAt names what the call of dlsym at each address looks up:
 	// what the pointer it returns is ("" for a computed name).
 	LookupAt map[uint64]string
-	// Strings are the names its read-only data could give a lookup by
-	// name: the loader's own lookups of libc's functions.
+	// Strings are the names its code and data point to: the C strings,
+	// made of the characters of C names, at the addresses of data its
+	// code takes (LEA) or its relocated words hold. A lookup by a
+	// constant name gets one of them: the loader's own lookups of libc's
+	// functions.
 	Strings []string
 }
 
@@ -67,8 +73,8 @@ var lookups = map[string]int{"dlsym": 1, "dlvsym": 1, "__libc_dlsym": 1, "__libc
 func Analyse(img *image.Image) *Object {
 	obj := &Object{
 		Path: img.Path, BuildID: img.BuildID, Soname: img.Soname, Exec: img.Interp != "",
-		Entry: img.Entry, BindNow: img.BindNow, InitFini: img.InitFini, Exports: img.Exports, Data: img.Data, Words: img.Words,
-		ReadOnly: img.ReadOnly, Sections: img.Sections, Functions: map[uint64]*x86.Function{}, Strings: img.Strings,
+		Entry: img.Entry, Absolute: img.Type == elf.ET_EXEC, BindNow: img.BindNow, InitFini: img.InitFini, Exports: img.Exports, Data: img.Data, Words: img.Words,
+		ReadOnly: img.ReadOnly, Sections: img.Sections, Functions: map[uint64]*x86.Function{},
 	}
 	a := analysis{img: img, obj: obj}
 	for _, fn := range img.Functions {
@@ -91,7 +97,39 @@ func Analyse(img *image.Image) *Object {
 	a.drain()
 	a.findNoReturn()
 	a.findLookups()
+	a.findNames()
 	return obj
+}
+
+// findNames finds the names the object's code and data point to.
+func (a *analysis) findNames() {
+	names := map[string]bool{}
+	add := func(addr uint64) {
+		if s, ok := a.img.CString(addr); ok && isName(s) {
+			names[s] = true
+		}
+	}
+	for _, fn := range a.obj.Functions {
+		for _, addr := range fn.Data {
+			add(addr)
+		}
+	}
+	for _, w := range a.obj.Words {
+		if w.Kind == image.Local && !a.img.IsCode(w.Addr) {
+			add(w.Addr)
+		}
+	}
+	a.obj.Strings = sortedKeys(names)
+}
+
+// isName says whether s could name a symbol: letters, digits and '_'.
+func isName(s string) bool {
+	for _, c := range []byte(s) {
+		if c != '_' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // findLookups finds the names the object's calls of dlsym look up: of

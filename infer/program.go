@@ -29,12 +29,15 @@ type Stats struct {
 }
 
 // Kind tells Link which objects form the system runtime, which is the
-// vDSO, which one is the loader, and which are loaded with dlopen (whose
-// exports dlsym may look up by any name).
+// vDSO, which one is the loader, which the program the kernel starts
+// (a library may have an entry point too, for running it as a command,
+// as libcap has), and which are loaded with dlopen (whose exports dlsym
+// may look up by any name).
 type Kind struct {
 	Runtime  func(*Object) bool
 	VDSO     func(*Object) bool
 	Loader   func(*Object) bool
+	Program  func(*Object) bool
 	Dlopened func(*Object) bool
 }
 
@@ -192,16 +195,9 @@ func (p *Program) looked(i int, set map[int]bool) {
 // give: what its lookups by name may find.
 func (p *Program) named(i int, set map[int]bool) {
 	l := p.s.linker
-	seen := map[string]bool{}
-	for _, s := range l.objs[i].Strings {
-		for j := range len(s) {
-			name := s[j:]
-			if ns, ok := l.exports[name]; ok && !seen[name] {
-				seen[name] = true
-				for _, n := range ns {
-					set[n] = true
-				}
-			}
+	for _, name := range l.objs[i].Strings {
+		for _, n := range l.exports[name] {
+			set[n] = true
 		}
 	}
 }
@@ -339,7 +335,10 @@ func (p *Program) Runtime() Calls {
 			continue
 		}
 		var started targets
-		for _, addr := range append([]uint64{o.Entry}, o.InitFini...) {
+		if i == p.s.program {
+			started.add(p.s.at(i, o.Entry))
+		}
+		for _, addr := range o.InitFini {
 			started.add(p.s.at(i, addr))
 		}
 		for _, sec := range o.Sections {

@@ -135,16 +135,16 @@ func (s *solver) compute(n int) (summary, summary) {
 	runtime := s.runtime[s.nodes[n].obj]
 	for i, t := range s.targetsOf(n) {
 		c := &fn.Calls[i]
-		into := []*summary{&sum}
-		if c.Tail && !runtime {
-			into = append(into, &up)
-		}
-		for _, to := range into {
-			if !c.Direct && c.Ptr.Kind == x86.Param {
-				to.calls |= 1 << c.Ptr.Arg
-				continue
+		if !c.Direct && c.Ptr.Kind == x86.Param {
+			sum.calls |= 1 << c.Ptr.Arg
+			if c.Tail && !runtime {
+				up.calls |= 1 << c.Ptr.Arg
 			}
-			s.reach(n, to, t, c)
+			continue
+		}
+		s.reach(n, &sum, t, c, false)
+		if c.Tail && !runtime {
+			s.reach(n, &up, t, c, true)
 		}
 	}
 	return sum, up
@@ -225,18 +225,22 @@ func (s *solver) unknown(n int, sum *summary) {
 
 // reach adds to n's summary what a call c reaching t does, with c's
 // arguments for the callee's parameters and callbacks. c is nil for a
-// call whose arguments are unknown.
-func (s *solver) reach(n int, sum *summary, t targets, c *x86.Call) {
+// call whose arguments are unknown. With up, the summary is what n's
+// tail call c makes n's caller's: what the runtime does, whose frames
+// count for no one, and what the callee's own tail calls make its
+// caller's; a callee outside the runtime has a frame of its own while
+// it runs, which keeps its calls in its object.
+func (s *solver) reach(n int, sum *summary, t targets, c *x86.Call, up bool) {
 	if t.unknown {
 		s.unknown(n, sum)
 		if own := s.own[s.nodes[n].obj]; own >= 0 && own != n && c != nil {
-			s.reach(n, sum, targets{nodes: []int{own}}, c)
+			s.reach(n, sum, targets{nodes: []int{own}}, c, up)
 		}
 	}
 	sum.pools |= t.pools
 	for _, callee := range t.nodes {
 		s.depend(n, callee)
-		if s.counts(n, callee) {
+		if up && s.runtime[s.nodes[callee].obj] || !up && s.counts(n, callee) {
 			s.absorb(n, sum, s.sums[callee], c)
 		}
 		s.absorb(n, sum, s.ups[callee], c)
@@ -299,5 +303,5 @@ func (s *solver) callback(n int, sum *summary, v x86.Value) {
 		sum.calls |= 1 << v.Arg
 		return
 	}
-	s.reach(n, sum, s.value(s.nodes[n].obj, v), nil)
+	s.reach(n, sum, s.value(s.nodes[n].obj, v), nil, false)
 }

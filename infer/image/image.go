@@ -67,9 +67,6 @@ type Image struct {
 	// ReadOnly are the ranges of data made read-only once relocated
 	// (PT_GNU_RELRO), sorted.
 	ReadOnly []Range
-	// Strings are the NUL-terminated strings of its read-only data that
-	// could name a symbol.
-	Strings []string
 
 	data []Segment
 	// fdes are the ranges the CFI describes, sorted.
@@ -192,7 +189,6 @@ func Read(path string, r io.ReaderAt) (*Image, error) {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}
-	img.readStrings(ef)
 	for _, sec := range ef.Sections {
 		if sec.Flags&elf.SHF_ALLOC != 0 && sec.Flags&elf.SHF_EXECINSTR == 0 && sec.Size > 0 {
 			img.Sections = append(img.Sections, Section{sec.Name, Range{sec.Addr, sec.Addr + sec.Size}})

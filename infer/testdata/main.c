@@ -8,6 +8,8 @@ long direct(void);
 long computed(int);
 long pointers(void);
 int stdio_write(void);
+long tables(void);
+long tailed(void);
 
 int main(int argc, char **argv)
 {
@@ -15,13 +17,15 @@ int main(int argc, char **argv)
 		if (strcmp(argv[i], "chain") == 0)
 			chain_a();
 		else if (strcmp(argv[i], "numbers") == 0)
-			constant(), chosen(i & 1), direct();
+			constant(), chosen(i & 1), direct(), tailed();
 		else if (strcmp(argv[i], "table") == 0)
 			computed(i);
 		else if (strcmp(argv[i], "pointers") == 0)
 			pointers();
 		else if (strcmp(argv[i], "stdio") == 0)
 			stdio_write();
+		else if (strcmp(argv[i], "tables") == 0)
+			tables();
 	}
 	return 0;
 }

@@ -75,6 +75,13 @@ type Function struct {
 	// Loads are the RIP-relative words it reads as 64-bit values: the
 	// GOT slots of the functions whose address it takes from there.
 	Loads []uint64
+	// Data are the addresses of data it takes with RIP-relative LEA:
+	// where the pieces of data it may read through a pointer start.
+	Data []uint64
+	// Reads are the RIP-relative words of data it reads otherwise than
+	// by a load of one word into a general-purpose register (Loads): by
+	// a move into a vector register (a structure's copy) or a push.
+	Reads []uint64
 	// Stores are the 8-byte values it stores to words globals name:
 	// RIP-relative words, or words reached from one.
 	Stores []Store
@@ -478,6 +485,8 @@ func (r *run) collect(f *Function) {
 	sortUnique(&f.Refs)
 	sortUnique(&f.Imms)
 	sortUnique(&f.Loads)
+	sortUnique(&f.Data)
+	sortUnique(&f.Reads)
 }
 
 func sortUnique(a *[]uint64) {
@@ -585,6 +594,26 @@ func (g *graph) recordCall(in *inst, s *state, f *Function) {
 	f.Calls = append(f.Calls, c)
 }
 
+// wordsRead are the words an instruction that reads memory at addr
+// other than by a load of one word into a general-purpose register
+// reads, if it may move a pointer: a push, a move of a word into a
+// vector register, a move of 16 bytes or more (a structure's copy). A
+// comparison moves nothing, a store writes, and a narrower read cannot
+// carry a 64-bit pointer.
+func wordsRead(in *inst, m x86asm.Mem, addr uint64) []uint64 {
+	switch {
+	case in.Op == x86asm.PUSH:
+		return []uint64{addr}
+	case in.Op == x86asm.CMP || in.Op == x86asm.TEST || m == in.Args[0] || in.MemBytes < 8:
+		return nil
+	}
+	var out []uint64
+	for off := 0; off < in.MemBytes; off += 8 {
+		out = append(out, addr+uint64(off))
+	}
+	return out
+}
+
 // recordRefs notes the code addresses an instruction names and the
 // words it loads through RIP-relative operands.
 func (g *graph) recordRefs(in *inst, f *Function, env *Env) {
@@ -603,6 +632,10 @@ func (g *graph) recordRefs(in *inst, f *Function, env *Env) {
 				f.Refs = append(f.Refs, addr)
 			case rip && in.Op == x86asm.MOV && in.MemBytes == 8 && a != in.Args[0]:
 				f.Loads = append(f.Loads, addr)
+			case rip && in.Op == x86asm.LEA && !env.IsCode(addr):
+				f.Data = append(f.Data, addr)
+			case rip && !env.IsCode(addr):
+				f.Reads = append(f.Reads, wordsRead(in, a, addr)...)
 			case !rip && env.Absolute && a.Base == 0 && a.Index == 0 && env.IsCode(uint64(a.Disp)):
 				f.Imms = append(f.Imms, uint64(a.Disp))
 			}

@@ -129,7 +129,14 @@ func readFunction(t *testing.T, name string, src []byte) string {
 			end = addr
 		}
 	}
-	isCode := func(a uint64) bool { return a >= base && a < base+uint64(len(code)) }
+	// From a symbol named data on, the text is data.
+	codeEnd := base + uint64(len(code))
+	for addr, n := range names {
+		if n == "data" {
+			codeEnd = addr
+		}
+	}
+	isCode := func(a uint64) bool { return a >= base && a < codeEnd }
 	env := &Env{IsCode: isCode, NoReturn: func(a uint64) bool { return a == die && die != 0 }}
 	fn := Decode(code[entry-base:end-base], entry).Read(entry, env, false)
 	return dump(fn, names)
@@ -163,6 +170,12 @@ func dump(fn *Function, names map[uint64]string) string {
 	}
 	for _, r := range fn.Refs {
 		fmt.Fprintf(&b, "ref %s\n", at(r))
+	}
+	for _, r := range fn.Data {
+		fmt.Fprintf(&b, "data %s\n", at(r))
+	}
+	for _, r := range fn.Reads {
+		fmt.Fprintf(&b, "reads %s\n", at(r))
 	}
 	for _, s := range fn.Stores {
 		fmt.Fprintf(&b, "store %s = %s\n", valueString(s.Dest, names), valueString(s.Value, names))
