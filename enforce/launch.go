@@ -34,8 +34,9 @@ type shimProcess struct {
 	outcome chan error
 }
 
-// startShim starts the shim and sends it req.
-func startShim(cmd Command, opt Options, req shimRequest) (*shimProcess, error) {
+// startShim starts the shim, which waits for its request (request). It
+// runs nothing of the command until it has one.
+func startShim(cmd Command, opt Options) (*shimProcess, error) {
 	path := opt.Shim
 	if path == "" {
 		exe, err := os.Executable()
@@ -43,10 +44,6 @@ func startShim(cmd Command, opt Options, req shimRequest) (*shimProcess, error) 
 			return nil, fmt.Errorf("enforce: find own binary for the shim: %w", err)
 		}
 		path = exe
-	}
-	payload, err := json.Marshal(req)
-	if err != nil {
-		return nil, fmt.Errorf("enforce: encode the shim's request: %w", err)
 	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -65,14 +62,28 @@ func startShim(cmd Command, opt Options, req shimRequest) (*shimProcess, error) 
 		sock.Close()
 		return nil, fmt.Errorf("enforce: start the shim %s: %w", path, err)
 	}
-	s := &shimProcess{proc: c, sock: sock, listeners: make(chan int, 1), outcome: make(chan error, 1)}
+	return &shimProcess{proc: c, sock: sock, listeners: make(chan int, 1), outcome: make(chan error, 1)}, nil
+}
+
+// request sends the shim req, and follows what it writes from then on.
+// On a failure the shim is killed, having run nothing of the command.
+func (s *shimProcess) request(req shimRequest) error {
+	payload, err := json.Marshal(req)
+	if err != nil {
+		return s.cancel(fmt.Errorf("enforce: encode the shim's request: %w", err))
+	}
 	// The shim reads the whole request before it writes anything.
 	if err := s.send(payload); err != nil {
-		sock.Close()
-		return nil, s.abort(err)
+		return s.cancel(err)
 	}
 	go s.read()
-	return s, nil
+	return nil
+}
+
+// cancel kills a shim that has had no request, and returns err.
+func (s *shimProcess) cancel(err error) error {
+	s.sock.Close()
+	return s.abort(err)
 }
 
 // send writes the request and closes the supervisor's side of the stream,

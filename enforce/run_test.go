@@ -247,10 +247,19 @@ func TestExecFails(t *testing.T) {
 	}
 }
 
+// TestNoX86_64 checks that a policy Run cannot make a filter of fails
+// with the reason, and that the shim, already started while the filter
+// compiled, never runs the command.
 func TestNoX86_64(t *testing.T) {
-	_, err := enforce.Run(context.Background(), load(t, "x86only.toml", ""), enforce.Command{Path: "/bin/true", Args: []string{"true"}}, enforce.Options{})
+	marker := filepath.Join(t.TempDir(), "marker")
+	calls := fixture(t, "calls")
+	cmd := enforce.Command{Path: calls, Args: []string{calls, "touch", marker}}
+	_, err := enforce.Run(context.Background(), load(t, "x86only.toml", ""), cmd, enforce.Options{})
 	if err == nil || !strings.Contains(err.Error(), "must cover x86_64") {
 		t.Errorf("policy without x86_64: %v", err)
+	}
+	if exists(t, marker) {
+		t.Error("the command ran without its filter")
 	}
 }
 
