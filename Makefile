@@ -13,9 +13,12 @@ TEST_TIMEOUT ?= 20m
 # Without cgo (syscell has no C of its own; only net would link libc, for
 # its resolver), the binary is static: it starts without the dynamic
 # loader and libc, about half a millisecond of every syscell run, and
-# twice that for a whole-process policy, whose shim is this binary again.
+# twice that for a whole-process policy, whose shim is a Go binary too.
 build: heapguard audit
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/syscell
+	@# The shim of whole-process runs, next to the binary, where syscell run
+	@# looks for it (ARCHITECTURE.md, enforce).
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/syscell-shim ./cmd/syscell-shim
 	@# The OCI runtime is the binary under this name (docs/CONTAINERS.md).
 	ln -sf syscell bin/syscell-runtime
 

@@ -10,17 +10,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/syscell/syscell/enforce/shim"
 	"github.com/syscell/syscell/notify"
-)
-
-// What the shim writes to the supervisor: readyMark just before it
-// installs the filter; listenerMark with the listener; failMark, then why
-// it failed, up to the end. The end of the stream after readyMark without
-// failMark means that execve closed the shim's end: the command runs.
-const (
-	readyMark    = 'R'
-	listenerMark = 'L'
-	failMark     = 'E'
 )
 
 // shimProcess is the supervisor's view of a shim it started.
@@ -43,7 +34,7 @@ func startShim(cmd Command, opt Options) (*shimProcess, error) {
 		if err != nil {
 			return nil, fmt.Errorf("enforce: find own binary for the shim: %w", err)
 		}
-		path = exe
+		path = shimPath(exe)
 	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -67,7 +58,7 @@ func startShim(cmd Command, opt Options) (*shimProcess, error) {
 
 // request sends the shim req, and follows what it writes from then on.
 // On a failure the shim is killed, having run nothing of the command.
-func (s *shimProcess) request(req shimRequest) error {
+func (s *shimProcess) request(req shim.Request) error {
 	payload, err := json.Marshal(req)
 	if err != nil {
 		return s.cancel(fmt.Errorf("enforce: encode the shim's request: %w", err))
@@ -157,10 +148,10 @@ func shimOutcome(msg []byte) error {
 	var ready bool
 	for len(msg) > 0 {
 		switch msg[0] {
-		case readyMark:
+		case shim.Ready:
 			ready = true
-		case listenerMark:
-		case failMark:
+		case shim.Listener:
+		case shim.Fail:
 			return fmt.Errorf("enforce: the command did not start: %s", msg[1:])
 		default:
 			return fmt.Errorf("enforce: the shim wrote %q", msg)

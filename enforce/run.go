@@ -10,6 +10,7 @@ import (
 
 	"github.com/syscell/syscell/bpf"
 	"github.com/syscell/syscell/compile"
+	"github.com/syscell/syscell/enforce/shim"
 	"github.com/syscell/syscell/policy"
 )
 
@@ -33,8 +34,9 @@ type Command struct {
 type Options struct {
 	Mode Mode
 	// Shim is the binary that installs the filter and executes the
-	// command, os.Executable() when empty. It must call MaybeRunShim first
-	// thing in main.
+	// command: when empty, ShimName next to os.Executable() where there
+	// is one, else os.Executable() itself. It must call MaybeRunShim (or
+	// shim.MaybeRun) first thing in main.
 	Shim string
 	// SysProcAttr is given to the shim, and so to the command: a
 	// Credential runs both unprivileged.
@@ -94,7 +96,7 @@ func Run(ctx context.Context, r *policy.Resolved, cmd Command, opt Options) (*Re
 	if err != nil {
 		return nil, s.cancel(fmt.Errorf("enforce: compile %s: %w", r.Source, err))
 	}
-	if err := s.request(shimRequest{Program: bpf.Encode(prog), Path: cmd.Path, Args: cmd.Args, Env: env, Listen: true}); err != nil {
+	if err := s.request(shim.Request{Program: bpf.Encode(prog), Path: cmd.Path, Args: cmd.Args, Env: env, Listen: true}); err != nil {
 		return nil, err
 	}
 	l, err := s.listener()
