@@ -7,18 +7,13 @@ import (
 )
 
 // The kernel's snapshots of notified threads (package snapshot) spare
-// the supervisor two system calls a caller, some microseconds, but
-// loading their program takes tens of milliseconds of CPU (the kernel's
-// BTF parsed, the program verified): the supervisor loads it in the
-// background once it has looked for callers in /proc loadAfter times,
-// about what the load costs, so that it never spends much more than
-// twice what the better choice in hindsight would have (a ski rental).
-// A program that needs few callers pays nothing; one that needs many
-// soon finds them in snapshots. A shell running a program after another,
-// each looked for a few times, no longer pays the load on the CPU it
-// shares with them (docs/PERFORMANCE.md, Programs). Without root the
-// load fails, and /proc it stays.
-const loadAfter = 4096
+// the supervisor two system calls a caller, but loading their program
+// takes tens of milliseconds of CPU: the supervisor loads it in the
+// background once it has looked for callers in /proc loadAfter times, so
+// that a program that needs few pays nothing, and one that needs many
+// soon finds them in snapshots. Without root the load fails, and /proc
+// it stays.
+const loadAfter = 32
 
 // snapshotOf reads where the notified thread waits from its snapshot,
 // copying its stack into w's buffer. The thread's record must be of its

@@ -77,14 +77,10 @@ func measureSupervised(ctx context.Context, req request) (Sample, error) {
 }
 
 // callersIn is where the supervisor of mechanism m finds callers: in the
-// kernel's snapshots from the start as root, rather than once a run has
-// looked for thousands in /proc (cell's loadAfter), or in /proc.
+// kernel's snapshots where it can (as root), or in /proc.
 func callersIn(m Mechanism) cell.CallersIn {
-	switch {
-	case m == SupervisedProc:
+	if m == SupervisedProc {
 		return cell.CallersInProc
-	case os.Geteuid() == 0:
-		return cell.CallersInSnapshots
 	}
 	return cell.CallersAnywhere
 }
