@@ -11,9 +11,9 @@ TEST_TIMEOUT ?= 20m
 .PHONY: build heapguard audit test vet fmt-check deps demo clean
 
 # Without cgo (syscell has no C of its own; only net would link libc, for
-# its resolver), the binary is static: it starts without the dynamic
-# loader and libc, about half a millisecond of every syscell run, and
-# twice that for a whole-process policy, whose shim is a Go binary too.
+# its resolver), the binaries are static: they start without the dynamic
+# loader and libc, which every syscell run waited for
+# (docs/PERFORMANCE.md, Programs).
 build: heapguard audit
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/syscell
 	@# The shim of whole-process runs, next to the binary, where syscell run

@@ -30,8 +30,9 @@ type abi struct {
 }
 
 // abis index each table the first time it is asked about: a run of
-// syscell asks about one or two of them, and indexing them all made up
-// a tenth of its start-up.
+// syscell asks about one or two of them, and indexing them all at
+// initialization delayed every run's start (docs/PERFORMANCE.md,
+// Programs).
 var abis = indexAll()
 
 func indexAll() []func() *abi {
