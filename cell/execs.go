@@ -2,6 +2,7 @@ package cell
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
@@ -145,12 +146,16 @@ func (s *supervisor) inheritedBound(tgid int) string {
 
 // nearestKnown is the nearest ancestor of process tgid the supervisor
 // knows, alive, and its child on the way to tgid; nil where none is.
-// s.mu is held.
+// The walk ends at the supervisor's own process: no process it
+// supervises is its ancestor (they start after it, as its children or by
+// connecting to it), so the program it started learns at once that it
+// has no known ancestor, instead of reading the status of every process
+// up to init while it waits to start. s.mu is held.
 func (s *supervisor) nearestKnown(tgid int) (*process, int) {
 	pid := tgid
 	for range maxAncestors {
 		ppid, err := parentOf(pid)
-		if err != nil || ppid <= 1 {
+		if err != nil || ppid <= 1 || ppid == supervisorPid {
 			return nil, 0
 		}
 		if p, ok := s.procs[ppid]; ok && !p.exited() {
@@ -163,6 +168,10 @@ func (s *supervisor) nearestKnown(tgid int) (*process, int) {
 
 // maxAncestors bounds the walk up a process's ancestors.
 const maxAncestors = 16
+
+// supervisorPid is the supervisor's own process, where the walk up a
+// process's ancestors ends.
+var supervisorPid = os.Getpid()
 
 // parentOf reads the parent of process pid.
 func parentOf(pid int) (int, error) { return statusField(pid, "PPid") }

@@ -3,8 +3,11 @@ package cell
 import (
 	"encoding/binary"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestEnvBlock checks the environment setExecEnv writes: an array of
@@ -73,5 +76,33 @@ func TestParseExecRule(t *testing.T) {
 	}
 	if _, err := ParseExecRule("allow"); err == nil {
 		t.Error("ParseExecRule(allow) succeeded")
+	}
+}
+
+// TestNearestKnownStopsAtSupervisor checks that the walk up a process's
+// ancestors ends at the supervisor: a process it started itself inherits
+// nothing, even from a known process above it, and the walk reads no
+// status above it. The test process plays the supervisor and its parent
+// a known process.
+func TestNearestKnownStopsAtSupervisor(t *testing.T) {
+	parent, err := unix.PidfdOpen(os.Getppid(), 0)
+	if err != nil {
+		t.Skipf("pidfd of the test's parent: %v", err)
+	}
+	defer unix.Close(parent)
+	child := exec.Command("sleep", "10")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		child.Process.Kill()
+		child.Wait()
+	}()
+	s := &supervisor{procs: map[int]*process{os.Getppid(): {tgid: os.Getppid(), pidfd: parent, bound: "outer"}}}
+	if p, _ := s.nearestKnown(child.Process.Pid); p != nil {
+		t.Errorf("nearestKnown(the supervisor's child) = process %d, want none", p.tgid)
+	}
+	if got := s.inheritedBound(child.Process.Pid); got != "" {
+		t.Errorf("inheritedBound(the supervisor's child) = %q, want none", got)
 	}
 }

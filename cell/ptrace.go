@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -28,6 +29,12 @@ type saved struct {
 // threads, which a locked one pays for at every wait.
 type tracer struct {
 	reqs chan traceRequest
+	// started starts the thread at the first request (an unwind that
+	// needs more registers than a notification carries, an exec's
+	// environment to repair): most runs make none, and a thread locked
+	// at the supervisor's start made the program wait for the thread's
+	// creation before its first call was answered.
+	started sync.Once
 }
 
 type traceRequest struct {
@@ -36,9 +43,7 @@ type traceRequest struct {
 }
 
 func newTracer() *tracer {
-	t := &tracer{reqs: make(chan traceRequest)}
-	go t.serve()
-	return t
+	return &tracer{reqs: make(chan traceRequest)}
 }
 
 // serve runs requests until stop. Its thread, locked, ends with it.
@@ -53,6 +58,7 @@ func (t *tracer) stop() { close(t.reqs) }
 
 // do runs f on the tracer's thread.
 func (t *tracer) do(f func() error) error {
+	t.started.Do(func() { go t.serve() })
 	reply := make(chan error)
 	t.reqs <- traceRequest{f, reply}
 	return <-reply

@@ -15,8 +15,10 @@
 //
 // # The shim
 //
-// Run starts a copy of its own binary (the shim, which must call
-// MaybeRunShim first thing in main) with the policy's program. The shim
+// Run starts the shim: cmd/syscell-shim (package enforce/shim) where it lies
+// next to the running binary, else a copy of the running binary itself,
+// which must call MaybeRunShim first thing in main; it starts it while the
+// policy compiles, and sends it the program. The shim
 // sets no_new_privs, installs the program, and execve(2)s the command, so
 // the command's first instruction already runs filtered. Every descriptor
 // of the shim but the standard streams is close-on-exec by then: its own,

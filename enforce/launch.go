@@ -10,17 +10,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/syscell/syscell/enforce/shim"
 	"github.com/syscell/syscell/notify"
-)
-
-// What the shim writes to the supervisor: readyMark just before it
-// installs the filter; listenerMark with the listener; failMark, then why
-// it failed, up to the end. The end of the stream after readyMark without
-// failMark means that execve closed the shim's end: the command runs.
-const (
-	readyMark    = 'R'
-	listenerMark = 'L'
-	failMark     = 'E'
 )
 
 // shimProcess is the supervisor's view of a shim it started.
@@ -34,19 +25,16 @@ type shimProcess struct {
 	outcome chan error
 }
 
-// startShim starts the shim and sends it req.
-func startShim(cmd Command, opt Options, req shimRequest) (*shimProcess, error) {
+// startShim starts the shim, which waits for its request (request). It
+// runs nothing of the command until it has one.
+func startShim(cmd Command, opt Options) (*shimProcess, error) {
 	path := opt.Shim
 	if path == "" {
 		exe, err := os.Executable()
 		if err != nil {
 			return nil, fmt.Errorf("enforce: find own binary for the shim: %w", err)
 		}
-		path = exe
-	}
-	payload, err := json.Marshal(req)
-	if err != nil {
-		return nil, fmt.Errorf("enforce: encode the shim's request: %w", err)
+		path = shimPath(exe)
 	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -65,14 +53,28 @@ func startShim(cmd Command, opt Options, req shimRequest) (*shimProcess, error) 
 		sock.Close()
 		return nil, fmt.Errorf("enforce: start the shim %s: %w", path, err)
 	}
-	s := &shimProcess{proc: c, sock: sock, listeners: make(chan int, 1), outcome: make(chan error, 1)}
+	return &shimProcess{proc: c, sock: sock, listeners: make(chan int, 1), outcome: make(chan error, 1)}, nil
+}
+
+// request sends the shim req, and follows what it writes from then on.
+// On a failure the shim is killed, having run nothing of the command.
+func (s *shimProcess) request(req shim.Request) error {
+	payload, err := json.Marshal(req)
+	if err != nil {
+		return s.cancel(fmt.Errorf("enforce: encode the shim's request: %w", err))
+	}
 	// The shim reads the whole request before it writes anything.
 	if err := s.send(payload); err != nil {
-		sock.Close()
-		return nil, s.abort(err)
+		return s.cancel(err)
 	}
 	go s.read()
-	return s, nil
+	return nil
+}
+
+// cancel kills a shim that has had no request, and returns err.
+func (s *shimProcess) cancel(err error) error {
+	s.sock.Close()
+	return s.abort(err)
 }
 
 // send writes the request and closes the supervisor's side of the stream,
@@ -146,10 +148,10 @@ func shimOutcome(msg []byte) error {
 	var ready bool
 	for len(msg) > 0 {
 		switch msg[0] {
-		case readyMark:
+		case shim.Ready:
 			ready = true
-		case listenerMark:
-		case failMark:
+		case shim.Listener:
+		case shim.Fail:
 			return fmt.Errorf("enforce: the command did not start: %s", msg[1:])
 		default:
 			return fmt.Errorf("enforce: the shim wrote %q", msg)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/syscell/syscell/bpf"
 	"github.com/syscell/syscell/compile"
+	"github.com/syscell/syscell/enforce/shim"
 	"github.com/syscell/syscell/policy"
 )
 
@@ -33,8 +34,9 @@ type Command struct {
 type Options struct {
 	Mode Mode
 	// Shim is the binary that installs the filter and executes the
-	// command, os.Executable() when empty. It must call MaybeRunShim first
-	// thing in main.
+	// command: when empty, ShimName next to os.Executable() where there
+	// is one, else os.Executable() itself. It must call MaybeRunShim (or
+	// shim.MaybeRun) first thing in main.
 	Shim string
 	// SysProcAttr is given to the shim, and so to the command: a
 	// Credential runs both unprivileged.
@@ -79,16 +81,22 @@ func Run(ctx context.Context, r *policy.Resolved, cmd Command, opt Options) (*Re
 	if env == nil {
 		env = os.Environ()
 	}
-	p, err := newPlan(r, opt.Mode)
+	// The shim, this binary again, takes milliseconds to start: it starts
+	// while the filter compiles, and runs nothing of the command before
+	// it has the filter; without one, it is killed.
+	s, err := startShim(cmd, opt)
 	if err != nil {
 		return nil, err
 	}
+	p, err := newPlan(r, opt.Mode)
+	if err != nil {
+		return nil, s.cancel(err)
+	}
 	prog, err := compile.Compile(p.kernel, compile.Options{})
 	if err != nil {
-		return nil, fmt.Errorf("enforce: compile %s: %w", r.Source, err)
+		return nil, s.cancel(fmt.Errorf("enforce: compile %s: %w", r.Source, err))
 	}
-	s, err := startShim(cmd, opt, shimRequest{Program: bpf.Encode(prog), Path: cmd.Path, Args: cmd.Args, Env: env, Listen: true})
-	if err != nil {
+	if err := s.request(shim.Request{Program: bpf.Encode(prog), Path: cmd.Path, Args: cmd.Args, Env: env, Listen: true}); err != nil {
 		return nil, err
 	}
 	l, err := s.listener()

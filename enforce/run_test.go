@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -247,10 +248,19 @@ func TestExecFails(t *testing.T) {
 	}
 }
 
+// TestNoX86_64 checks that a policy Run cannot make a filter of fails
+// with the reason, and that the shim, already started while the filter
+// compiled, never runs the command.
 func TestNoX86_64(t *testing.T) {
-	_, err := enforce.Run(context.Background(), load(t, "x86only.toml", ""), enforce.Command{Path: "/bin/true", Args: []string{"true"}}, enforce.Options{})
+	marker := filepath.Join(t.TempDir(), "marker")
+	calls := fixture(t, "calls")
+	cmd := enforce.Command{Path: calls, Args: []string{calls, "touch", marker}}
+	_, err := enforce.Run(context.Background(), load(t, "x86only.toml", ""), cmd, enforce.Options{})
 	if err == nil || !strings.Contains(err.Error(), "must cover x86_64") {
 		t.Errorf("policy without x86_64: %v", err)
+	}
+	if exists(t, marker) {
+		t.Error("the command ran without its filter")
 	}
 }
 
@@ -293,5 +303,29 @@ func TestInstallFails(t *testing.T) {
 	}
 	if exists(t, marker) {
 		t.Error("the command ran without its filter")
+	}
+}
+
+// TestOwnShim checks that the shim's own binary (cmd/syscell-shim), which
+// Run prefers next to syscell's, starts the command under its filter as
+// the test binary playing the shim does.
+func TestOwnShim(t *testing.T) {
+	calls := fixture(t, "calls")
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skipf("SKIPPED: cannot build the shim: %v", err)
+	}
+	shimBin := filepath.Join(t.TempDir(), enforce.ShimName)
+	build := exec.Command("go", "build", "-o", shimBin, "github.com/syscell/syscell/cmd/syscell-shim")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the shim: %v\n%s", err, out)
+	}
+	dir := filepath.Join(t.TempDir(), "made")
+	res, stdout := launch(t, load(t, "deny.toml", "errno(EPERM)"), enforce.Options{Shim: shimBin}, calls, "sigsys", "mkdir", dir)
+	if res.ExitCode != 0 || stdout != "mkdir: errno 1\n" {
+		t.Errorf("exit %d, stdout %q; want exit 0, stdout %q", res.ExitCode, stdout, "mkdir: errno 1\n")
+	}
+	if exists(t, dir) {
+		t.Errorf("the denied mkdir made %s", dir)
 	}
 }

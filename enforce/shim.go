@@ -1,192 +1,35 @@
 package enforce
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
 	"os"
-	"runtime"
-	"runtime/debug"
-	"strconv"
-	"sync/atomic"
-	"syscall"
-	"time"
-	"unsafe"
+	"path/filepath"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/syscell/syscell/bpf"
-	"github.com/syscell/syscell/filter"
+	"github.com/syscell/syscell/enforce/shim"
 )
 
 // ShimEnv is the environment variable that makes a binary started by Run
 // play the shim.
-const ShimEnv = "SYSCELL_RUN_SHIM"
+const ShimEnv = shim.Env
 
-const (
-	// shimFD is the shim's end of its socket to the supervisor, the first
-	// of exec.Cmd.ExtraFiles.
-	shimFD = 3
-	// shimFailed is the shim's exit status when the command could not be
-	// started.
-	shimFailed = 127
-	// handoffPoll is how often the shim's unfiltered thread looks at what
-	// the filtered one published.
-	handoffPoll = 20 * time.Microsecond
-)
+// ShimName is the shim's own binary (cmd/syscell-shim), which Run starts
+// where it lies next to the running binary: it starts faster than a
+// binary with more to initialize, syscell's own.
+const ShimName = "syscell-shim"
 
-// shimRequest is what the supervisor sends the shim, as JSON.
-type shimRequest struct {
-	Program []byte // bpf.Encode
-	Path    string
-	Args    []string
-	Env     []string
-	Listen  bool
-}
+// MaybeRunShim returns at once unless Run started this process as its
+// shim; then it installs the filter and executes the command, or reports
+// why it could not, and never returns (shim.MaybeRun). Call it first
+// thing in main (in TestMain for a test binary): whatever runs before it
+// runs in every shim too.
+func MaybeRunShim() { shim.MaybeRun() }
 
-func init() {
-	// Locked during initialization, the main goroutine runs main on the
-	// main thread, whose id is the process's: the supervisor checks that
-	// the first execve it is asked about comes from there.
-	if _, ok := os.LookupEnv(ShimEnv); ok {
-		runtime.LockOSThread()
+// shimPath is the binary Run starts as the shim for the running binary
+// exe: ShimName next to it where there is such an executable file, else
+// exe itself, which must call MaybeRunShim.
+func shimPath(exe string) string {
+	own := filepath.Join(filepath.Dir(exe), ShimName)
+	if info, err := os.Stat(own); err == nil && info.Mode().IsRegular() && info.Mode().Perm()&0o111 != 0 {
+		return own
 	}
-}
-
-// MaybeRunShim returns at once unless ShimEnv is set, that is unless Run
-// started this process. Then it installs the filter and executes the
-// command, or reports to the supervisor why it could not, and never
-// returns. Call it first thing in main (in TestMain for a test binary):
-// whatever runs before it runs in every shim too.
-func MaybeRunShim() {
-	if _, ok := os.LookupEnv(ShimEnv); !ok {
-		return
-	}
-	err := shim(os.NewFile(shimFD, "syscell-run-shim"))
-	report(err)
-	os.Exit(shimFailed)
-}
-
-// shim does the work of the shim and returns only when it failed before
-// installing the filter.
-func shim(sock *os.File) error {
-	debug.SetGCPercent(-1)
-	b, err := io.ReadAll(sock)
-	if err != nil {
-		return fmt.Errorf("read request: %w", err)
-	}
-	var req shimRequest
-	if err := json.Unmarshal(b, &req); err != nil {
-		return fmt.Errorf("decode request: %w", err)
-	}
-	prog, err := bpf.Decode(req.Program)
-	if err != nil {
-		return err
-	}
-	if err := closeOnExec(); err != nil {
-		return err
-	}
-	path, err := syscall.BytePtrFromString(req.Path)
-	if err != nil {
-		return fmt.Errorf("path %q: %w", req.Path, err)
-	}
-	argv, err := syscall.SlicePtrFromStrings(req.Args)
-	if err != nil {
-		return fmt.Errorf("arguments: %w", err)
-	}
-	envp, err := syscall.SlicePtrFromStrings(req.Env)
-	if err != nil {
-		return fmt.Errorf("environment: %w", err)
-	}
-	flags := filter.Flags(0)
-	if req.Listen {
-		flags = filter.FlagNewListener
-	}
-	// The filtered thread never gives up its P, so the voice needs another.
-	if runtime.GOMAXPROCS(0) < 2 {
-		runtime.GOMAXPROCS(2)
-	}
-	h := &handoff{path: req.Path}
-	h.listener.Store(-1)
-	go h.speak(req.Listen)
-	if _, err := unix.Write(shimFD, []byte{readyMark}); err != nil {
-		return fmt.Errorf("write to the supervisor: %w", err)
-	}
-	// A fresh time slice, so that the scheduler never needs this thread
-	// once it is filtered (see filter.ChildFunc).
-	runtime.Gosched()
-	listener, err := filter.Install(prog, flags)
-	if err != nil {
-		return err
-	}
-	h.listener.Store(int32(listener))
-	_, _, errno := unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(path)), uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envp[0])))
-	h.execErrno.Store(int32(errno))
-	// The voice reports and ends the process; this thread may make no
-	// further system call, which the policy could deny.
-	for {
-	}
-}
-
-// closeOnExec marks every descriptor but the standard streams
-// close-on-exec: the socket, which os/exec hands over without the flag,
-// and whatever the supervisor inherited without it from its own parent.
-func closeOnExec() error {
-	entries, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return fmt.Errorf("list open descriptors: %w", err)
-	}
-	for _, e := range entries {
-		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
-			syscall.CloseOnExec(fd)
-		}
-	}
-	return nil
-}
-
-// handoff is what the filtered thread publishes, without a system call,
-// for the shim's voice: a goroutine on an unfiltered thread that speaks to
-// the supervisor for it.
-type handoff struct {
-	path      string
-	listener  atomic.Int32 // -1 until installed
-	execErrno atomic.Int32 // 0 until execve fails
-}
-
-// speak sends the listener once there is one, then waits for execve to
-// fail, reports why, and ends the process. If execve succeeds, the kernel
-// ends this thread first.
-func (h *handoff) speak(listen bool) {
-	if listen {
-		for h.listener.Load() < 0 {
-			pause()
-		}
-		rights := unix.UnixRights(int(h.listener.Load()))
-		if err := unix.Sendmsg(shimFD, []byte{listenerMark}, rights, nil, 0); err != nil {
-			h.fail(fmt.Errorf("send the listener: %w", err))
-		}
-	}
-	for h.execErrno.Load() == 0 {
-		pause()
-	}
-	h.fail(fmt.Errorf("execute %s: %w", h.path, syscall.Errno(h.execErrno.Load())))
-}
-
-// pause sleeps for handoffPoll in nanosleep(2) rather than on a Go timer,
-// which could sit in the timers of the P that the filtered thread never
-// gives up.
-func pause() {
-	ts := unix.NsecToTimespec(int64(handoffPoll))
-	unix.Nanosleep(&ts, nil)
-}
-
-// fail reports err and ends the process from this unfiltered thread.
-func (h *handoff) fail(err error) {
-	report(err)
-	unix.Exit(shimFailed)
-}
-
-// report tells the supervisor why the command was not started.
-func report(err error) {
-	unix.Write(shimFD, append([]byte{failMark}, err.Error()...))
+	return exe
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // entry is one row of a generated table: a system call and its number as
@@ -28,12 +29,16 @@ type abi struct {
 	numbers []uint32 // ascending
 }
 
+// abis index each table the first time it is asked about: a run of
+// syscell asks about one or two of them, and indexing them all at
+// initialization delayed every run's start (docs/PERFORMANCE.md,
+// Programs).
 var abis = indexAll()
 
-func indexAll() []*abi {
-	all := make([]*abi, len(tables))
+func indexAll() []func() *abi {
+	all := make([]func() *abi, len(tables))
 	for a, t := range tables {
-		all[a] = newABI(t)
+		all[a] = sync.OnceValue(func() *abi { return newABI(t) })
 	}
 	return all
 }
@@ -62,7 +67,7 @@ func newABI(t []entry) *abi {
 // query about it simply finds nothing.
 func indexOf(a Arch) *abi {
 	if int(a) < len(abis) {
-		return abis[a]
+		return abis[a]()
 	}
 	return &abi{}
 }

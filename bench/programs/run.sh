@@ -8,9 +8,9 @@
 #
 #   bench/programs/run.sh [OUT.json] [exec|start|tools...]
 #
-# ROUNDS (default 5) interleaved rounds. The binary and its audit library
-# are copied first, so that a rebuild during the runs changes nothing;
-# make build makes them (SYSCELL names another binary).
+# ROUNDS (default 5) interleaved rounds. The binary, its audit library
+# and its shim are copied first, so that a rebuild during the runs changes
+# nothing; make build makes them (SYSCELL names another binary).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,5 +33,8 @@ fi
 copy=$(mktemp -d)
 trap 'rm -rf "$copy"' EXIT
 cp "$syscell" "$(dirname "$syscell")/libsyscell-audit.so" "$copy/"
+# The whole-process shim, where the binary has one (older builds do not).
+shim=$(dirname "$syscell")/syscell-shim
+[[ ! -x $shim ]] || cp "$shim" "$copy/"
 cd "$repo"
 go run ./bench/programs -syscell "$copy/$(basename "$syscell")" -rounds "$ROUNDS" ${out:+-json "$out"} "${what[@]}"

@@ -189,6 +189,8 @@ func (c *runCmd) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return inputErrorf("--mode: %w", err)
 	}
+	sigs := catchSignals()
+	defer sigs.stop()
 	p, r, err := c.resolve(cmd, args[0])
 	if err != nil {
 		return err
@@ -198,7 +200,7 @@ func (c *runCmd) run(cmd *cobra.Command, args []string) error {
 		return inputErrorf("%s: %w", args[0], errors.Unwrap(err))
 	}
 	if len(p.Compartments) > 0 && !c.wholeProcess {
-		return c.runCompartments(cmd, args, path, p, mode)
+		return c.runCompartments(cmd, args, path, p, mode, sigs)
 	}
 	if p.Phased() {
 		warn(cmd, []string{c.policy + ": phases (serving-from) narrow compartments, which a whole-process filter has not: the rules hold in both phases"})
@@ -220,7 +222,7 @@ func (c *runCmd) run(cmd *cobra.Command, args []string) error {
 			return err
 		}
 	}
-	res, err := runSupervised(r, command, enforce.Options{Mode: mode, DenialLog: out.log})
+	res, err := runSupervised(r, command, enforce.Options{Mode: mode, DenialLog: out.log}, sigs)
 	if res == nil {
 		out.discard()
 		return err
@@ -265,17 +267,45 @@ func tellDenials(w io.Writer, n int, first *enforce.Denial, log string) {
 }
 
 // runSupervised runs command, passing on the signals meant for it.
-// Terminal interrupts reach it directly, so syscell only catches them;
-// ignoring them would have CMD ignore them too.
-func runSupervised(r *policy.Resolved, command enforce.Command, opt enforce.Options) (*enforce.Result, error) {
-	signals := make(chan os.Signal, 1)
-	signal.Notify(signals, unix.SIGTERM, unix.SIGHUP, unix.SIGUSR1, unix.SIGUSR2)
-	defer signal.Stop(signals)
-	interrupts := make(chan os.Signal, 1)
-	signal.Notify(interrupts, unix.SIGINT, unix.SIGQUIT)
-	defer signal.Stop(interrupts)
-	opt.Signals = signals
+func runSupervised(r *policy.Resolved, command enforce.Command, opt enforce.Options, sigs *caughtSignals) (*enforce.Result, error) {
+	opt.Signals = sigs.caught()
 	return enforce.Run(context.Background(), r, command, opt)
+}
+
+// caughtSignals are the signals run catches while CMD runs: those it
+// passes on, and terminal interrupts, which reach CMD directly, so that
+// syscell only catches them (ignoring them would have CMD ignore them
+// too).
+type caughtSignals struct {
+	forward, interrupts chan os.Signal
+	ready               chan struct{}
+}
+
+// catchSignals catches them in the background: the runtime starts a
+// thread of its own for the first handler and waits for it, which made
+// every run's start wait; the policy loads meanwhile.
+func catchSignals() *caughtSignals {
+	s := &caughtSignals{forward: make(chan os.Signal, 1), interrupts: make(chan os.Signal, 1), ready: make(chan struct{})}
+	go func() {
+		signal.Notify(s.forward, unix.SIGTERM, unix.SIGHUP, unix.SIGUSR1, unix.SIGUSR2)
+		signal.Notify(s.interrupts, unix.SIGINT, unix.SIGQUIT)
+		close(s.ready)
+	}()
+	return s
+}
+
+// caught returns the signals to pass on to CMD once they are caught:
+// CMD starts only then.
+func (s *caughtSignals) caught() <-chan os.Signal {
+	<-s.ready
+	return s.forward
+}
+
+// stop lets the signals have their default actions again.
+func (s *caughtSignals) stop() {
+	<-s.ready
+	signal.Stop(s.forward)
+	signal.Stop(s.interrupts)
 }
 
 // exitStatusOf is syscell's exit status for how CMD ended: CMD's own, or

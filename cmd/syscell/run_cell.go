@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -22,7 +21,7 @@ import (
 // runCompartments runs CMD with the per-library filter of a policy with
 // compartments (package cell): each library's own calls are decided by
 // its compartment, and the rules bound them all.
-func (c *runCmd) runCompartments(cmd *cobra.Command, args []string, path string, p *policy.Policy, mode enforce.Mode) error {
+func (c *runCmd) runCompartments(cmd *cobra.Command, args []string, path string, p *policy.Policy, mode enforce.Mode, sigs *caughtSignals) error {
 	if c.action != "" || c.heapGuard != "" {
 		return inputErrorf("the policy has compartments, which run enforces as written: --action and --heap-guard apply to policies without compartments")
 	}
@@ -39,7 +38,7 @@ func (c *runCmd) runCompartments(cmd *cobra.Command, args []string, path string,
 	}
 	tellWeaknesses(cmd.ErrOrStderr(), p, c.denyProcMem, c.quiet, c.stats)
 	command := enforce.Command{Path: path, Args: args, Stdin: cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
-	res, err := runCell(p, command, cell.Options{Mode: mode, DenialLog: out.log, Exec: rule, CountKernel: c.stats, DenyProcMem: c.denyProcMem})
+	res, err := runCell(p, command, cell.Options{Mode: mode, DenialLog: out.log, Exec: rule, CountKernel: c.stats, DenyProcMem: c.denyProcMem}, sigs)
 	if res == nil {
 		out.discard()
 		if errors.Is(err, cell.ErrNotAuditable) {
@@ -102,14 +101,8 @@ func has(ok bool) string {
 
 // runCell runs command, passing on the signals meant for it, as
 // runSupervised does.
-func runCell(p *policy.Policy, command enforce.Command, opt cell.Options) (*cell.Result, error) {
-	signals := make(chan os.Signal, 1)
-	signal.Notify(signals, unix.SIGTERM, unix.SIGHUP, unix.SIGUSR1, unix.SIGUSR2)
-	defer signal.Stop(signals)
-	interrupts := make(chan os.Signal, 1)
-	signal.Notify(interrupts, unix.SIGINT, unix.SIGQUIT)
-	defer signal.Stop(interrupts)
-	opt.Signals = signals
+func runCell(p *policy.Policy, command enforce.Command, opt cell.Options, sigs *caughtSignals) (*cell.Result, error) {
+	opt.Signals = sigs.caught()
 	return cell.Run(context.Background(), p, command, opt)
 }
 
