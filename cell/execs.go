@@ -155,7 +155,7 @@ func (s *supervisor) nearestKnown(tgid int) (*process, int) {
 	pid := tgid
 	for range maxAncestors {
 		ppid, err := parentOf(pid)
-		if err != nil || ppid <= 1 || ppid == supervisorPid {
+		if err != nil || ppid <= 1 || ppid == os.Getpid() {
 			return nil, 0
 		}
 		if p, ok := s.procs[ppid]; ok && !p.exited() {
@@ -168,10 +168,6 @@ func (s *supervisor) nearestKnown(tgid int) (*process, int) {
 
 // maxAncestors bounds the walk up a process's ancestors.
 const maxAncestors = 16
-
-// supervisorPid is the supervisor's own process, where the walk up a
-// process's ancestors ends.
-var supervisorPid = os.Getpid()
 
 // parentOf reads the parent of process pid.
 func parentOf(pid int) (int, error) { return statusField(pid, "PPid") }

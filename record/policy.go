@@ -164,7 +164,9 @@ var threadCalls = []string{"exit", "madvise", "rseq", "rt_sigprocmask", "set_rob
 // servingNames are the calls of c's policy while serving: those recorded
 // while serving, and for the runtime, its thread calls recorded at all.
 func servingNames(c *Compartment) []string {
-	names := sortedNames(c.Serving)
+	// Never nil: a compartment that makes no call while serving says so
+	// (serving = []).
+	names := append([]string{}, sortedNames(c.Serving)...)
 	if c.Name != RuntimeName {
 		return names
 	}
