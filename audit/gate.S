@@ -45,6 +45,20 @@ syscell_gates:
 	add syscell_entries_offset(%rip), %r10
 .endm
 
+/* drop lowers \top, the byte offset past the innermost of the entries
+   at %r10, past those whose return addresses lie at or below the stack
+   pointer: their calls have returned, or a longjmp left them. */
+.macro drop top
+.Ldrop\@:
+	test \top, \top
+	jz .Ldropped\@
+	cmp %rsp, E_SP-ENTRY(%r10,\top)
+	ja .Ldropped\@
+	sub $ENTRY, \top
+	jmp .Ldrop\@
+.Ldropped\@:
+.endm
+
 .Lgate:
 	shl $4, %r11
 	lea syscell_gate_table(%rip), %r10
@@ -52,15 +66,10 @@ syscell_gates:
 	entries
 	mov %rax, SCRATCH(%r10)
 	mov TOP(%r10), %rax
-	/* Entries at or below the stack pointer are of calls a longjmp (out
-	   of a signal handler, a stream's function) left: gone. */
-7:	test %rax, %rax
-	jz 8f
-	cmp %rsp, E_SP-ENTRY(%r10,%rax)
-	ja 8f
-	sub $ENTRY, %rax
-	jmp 7b
-8:	cmp $DEPTH * ENTRY, %rax
+	/* Entries at or below the stack pointer here are of calls a longjmp
+	   (out of a signal handler, a stream's function) left. */
+	drop %rax
+	cmp $DEPTH * ENTRY, %rax
 	jae 1f
 	mov %rsp, E_SP(%r10,%rax)
 	mov %r11, E_GATE(%r10,%rax)
@@ -89,18 +98,13 @@ syscell_gates:
 	jne 3f
 	decq OVERFLOW(%r10)
 	jmp 5f
-	/* Drop this call's entry and those above it that a longjmp out of
-	   the function left: their return addresses lay below this one's. */
+	/* This call's entry goes, with those above it that a longjmp out of
+	   the function left. */
 3:	mov TOP(%r10), %r11
 	add $FRAME, %rsp
 	.cfi_adjust_cfa_offset -FRAME
-4:	test %r11, %r11
-	jz 6f
-	cmp %rsp, E_SP-ENTRY(%r10,%r11)
-	ja 6f
-	sub $ENTRY, %r11
-	jmp 4b
-6:	mov %r11, TOP(%r10)
+	drop %r11
+	mov %r11, TOP(%r10)
 	ret
 	.cfi_adjust_cfa_offset FRAME
 5:	add $FRAME, %rsp
