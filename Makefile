@@ -10,14 +10,15 @@ TEST_TIMEOUT ?= 20m
 
 .PHONY: build heapguard audit test vet fmt-check deps demo clean
 
-# Without cgo (syscell has no C of its own; only net would link libc, for
-# its resolver), the binaries are static: they start without the dynamic
-# loader and libc, which every syscell run waited for
-# (docs/PERFORMANCE.md, Programs).
+# syscell stays dynamically linked: syscell bench mech runs its own
+# binary as the payload of its supervised way, which needs the audit
+# library and libc's syscall() (docs/PERFORMANCE.md, Programs). The shim
+# of whole-process runs, which only executes the command, is static: it
+# starts without the dynamic loader and libc.
 build: heapguard audit
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/syscell
-	@# The shim of whole-process runs, next to the binary, where syscell run
-	@# looks for it (ARCHITECTURE.md, enforce).
+	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/syscell
+	@# Next to the binary, where syscell run looks for it (ARCHITECTURE.md,
+	@# enforce).
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/syscell-shim ./cmd/syscell-shim
 	@# The OCI runtime is the binary under this name (docs/CONTAINERS.md).
 	ln -sf syscell bin/syscell-runtime
