@@ -116,21 +116,11 @@ func TestInferFixtures(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := byBase(res.Recording())
-	f, err := os.Open(filepath.Join("testdata", "inferred.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		fields := strings.Fields(sc.Text())
-		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
-			continue
-		}
+	forEachVector(t, "inferred.txt", func(n int, fields []string) {
 		c := got[fields[0]]
 		if c == nil {
 			t.Errorf("inferred.txt:%d: no compartment %s", n, fields[0])
-			continue
+			return
 		}
 		switch fields[1] {
 		case "all":
@@ -145,6 +135,23 @@ func TestInferFixtures(t *testing.T) {
 			}
 		default:
 			t.Fatalf("inferred.txt:%d: %q is not include, exclude or all", n, fields[1])
+		}
+	})
+}
+
+// forEachVector calls check with the number and fields of each line of
+// testdata/name, blank lines and comments aside.
+func forEachVector(t *testing.T, name string, check func(n int, fields []string)) {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		if fields := strings.Fields(sc.Text()); len(fields) > 0 && !strings.HasPrefix(fields[0], "#") {
+			check(n, fields)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -267,17 +274,7 @@ func recordRun(t *testing.T, args []string) *record.Recording {
 // against testdata/names.txt.
 func TestNames(t *testing.T) {
 	dir := ownFixtures(t)
-	f, err := os.Open(filepath.Join("testdata", "names.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		fields := strings.Fields(sc.Text())
-		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
-			continue
-		}
+	forEachVector(t, "names.txt", func(n int, fields []string) {
 		img, err := image.Open(filepath.Join(dir, fields[0]))
 		if err != nil {
 			t.Fatal(err)
@@ -288,8 +285,5 @@ func TestNames(t *testing.T) {
 				t.Errorf("names.txt:%d: %s %s %s: it has %v", n, fields[0], fields[1], name, names)
 			}
 		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
+	})
 }
