@@ -222,7 +222,6 @@ static void patch(uintptr_t at, uintptr_t to)
 	memcpy((void *)at, code, sizeof code);
 }
 
-
 /* housekeeping says whether libc's own calls of nr are memory it manages
    for whoever called it (malloc's brk and mmap): the runtime's calls, not
    its caller's, by the attribution rule (attribute/housekeeping.go),
