@@ -62,6 +62,36 @@ static int by_name(const void *a, const void *b)
 	return strcmp(((const struct wrapper *)a)->name, ((const struct wrapper *)b)->name);
 }
 
+/* sift_down restores the heap property below root, for heap_sort. */
+static void sift_down(size_t root, size_t n)
+{
+	for (size_t child; (child = 2 * root + 1) < n; root = child) {
+		if (child + 1 < n && by_name(&wrappers[child], &wrappers[child + 1]) < 0)
+			child++;
+		if (by_name(&wrappers[root], &wrappers[child]) >= 0)
+			return;
+		struct wrapper t = wrappers[root];
+		wrappers[root] = wrappers[child];
+		wrappers[child] = t;
+	}
+}
+
+/* heap_sort sorts wrappers by name in place. Not qsort: glibc's takes
+   a buffer for a table this size, and first asks the kernel how much
+   memory the machine has (sysinfo), a call every exec'd image would
+   otherwise send to the supervisor before its filter knows it. */
+static void heap_sort(void)
+{
+	for (size_t i = NWRAPPERS / 2; i-- > 0;)
+		sift_down(i, NWRAPPERS);
+	for (size_t n = NWRAPPERS; n-- > 1;) {
+		struct wrapper t = wrappers[0];
+		wrappers[0] = wrappers[n];
+		wrappers[n] = t;
+		sift_down(0, n);
+	}
+}
+
 /* stubs_init decides which wrappers are redirected: those whose call
    depends on the caller, and syscall(), and sorts them for lookups. */
 void stubs_init(void)
@@ -71,7 +101,7 @@ void stubs_init(void)
 		bool redirect = nr == ANY || (nr >= 0 && nr < MAX_NR && config.stub_nr[nr]);
 		wrappers[i].offset = redirect ? wrappers[i].stub - syscell_stub_block : -1;
 	}
-	qsort(wrappers, NWRAPPERS, sizeof *wrappers, by_name);
+	heap_sort();
 }
 
 long wrapper_nr(const char *name)

@@ -195,11 +195,13 @@ func readEnv(n *notify.Notification) ([]string, error) {
 }
 
 // readString reads the NUL-terminated string at at, up to max bytes.
+// A string longer than its first chunk (syscell's own variables in an
+// exec's environment) is read to the end of each page at a time.
 func readString(mem attribute.ProcessMemory, at uint64, max int) (string, error) {
 	var buf []byte
-	for len(buf) < max {
+	for size := 256; len(buf) < max; size = 4096 {
 		// A read must not cross into a page that may be unmapped.
-		chunk := make([]byte, min(256, max-len(buf), 4096-int(at%4096)))
+		chunk := make([]byte, min(size, max-len(buf), 4096-int(at%4096)))
 		if err := mem.Read(at, chunk); err != nil {
 			return "", err
 		}

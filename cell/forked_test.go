@@ -1,9 +1,12 @@
 package cell
 
 import (
+	"encoding/binary"
 	"os"
 	"os/exec"
+	"runtime"
 	"testing"
+	"unsafe"
 
 	"github.com/syscell/syscell/attribute"
 )
@@ -49,4 +52,46 @@ func TestForkedSpace(t *testing.T) {
 			t.Errorf("%s: not a copy of the parent's mappings", tt.name)
 		}
 	}
+}
+
+// TestForkedSpaceReadsParent checks that a parent whose mappings were
+// never read (a shell whose own calls the kernel decides) has them read
+// for its first child, once, where its epoch page holds the child's;
+// and that a parent whose page holds another is left alone.
+func TestForkedSpaceReadsParent(t *testing.T) {
+	child := exec.Command("sleep", "60")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer child.Wait()
+	defer child.Process.Kill()
+	page := new([16]byte)
+	binary.LittleEndian.PutUint64(page[:], 7)
+	binary.LittleEndian.PutUint64(page[8:], 2)
+	stable := epoch{cookie: 7, count: 2, ok: true}
+	for _, tt := range []struct {
+		name string
+		ep   epoch
+		want bool
+	}{
+		{"as the parent's page", stable, true},
+		{"the parent's page changed since the fork", epoch{cookie: 7, count: 4, ok: true}, false},
+	} {
+		pidfd, err := pidfdOpen(os.Getpid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		parent := &process{tgid: os.Getpid(), pidfd: pidfd}
+		s := &supervisor{procs: map[int]*process{os.Getpid(): parent},
+			objs: attribute.NewObjects(attribute.DefaultRuntime()), epochAt: uint64(uintptr(unsafe.Pointer(page)))}
+		got := s.forkedSpace(&process{tgid: child.Process.Pid}, tt.ep)
+		if (got != nil) != tt.want || (parent.space != nil) != tt.want {
+			t.Errorf("%s: copied %v, parent's read %v, want %v", tt.name, got != nil, parent.space != nil, tt.want)
+		}
+		if got != nil && (got == parent.space || len(got.Mappings()) == 0 || parent.epoch != tt.ep) {
+			t.Errorf("%s: not a copy of the parent's mappings at its epoch", tt.name)
+		}
+		parent.close()
+	}
+	runtime.KeepAlive(page)
 }

@@ -43,8 +43,7 @@ func readMemory(tid int, epochAt, sp uint64, buf []byte) (epoch, *memory, error)
 	n, err := unix.ProcessVMReadv(tid, local, remote, 0)
 	if err == nil && n >= 16 {
 		m.settle(n - 16)
-		e := epoch{cookie: binary.LittleEndian.Uint64(page[:]), count: binary.LittleEndian.Uint64(page[8:]), ok: true}
-		return e, m, nil
+		return epochOf(page), m, nil
 	}
 	n, err = unix.ProcessVMReadv(tid, local[1:], remote[1:], 0)
 	if err != nil {
@@ -52,6 +51,21 @@ func readMemory(tid int, epochAt, sp uint64, buf []byte) (epoch, *memory, error)
 	}
 	m.settle(n)
 	return epoch{}, m, nil
+}
+
+// readEpoch reads the epoch page of thread tid at epochAt.
+func readEpoch(tid int, epochAt uint64) epoch {
+	var page [16]byte
+	local := []unix.Iovec{{Base: &page[0], Len: 16}}
+	remote := []unix.RemoteIovec{{Base: uintptr(epochAt), Len: 16}}
+	if n, err := unix.ProcessVMReadv(tid, local, remote, 0); err != nil || n < 16 {
+		return epoch{}
+	}
+	return epochOf(page)
+}
+
+func epochOf(page [16]byte) epoch {
+	return epoch{cookie: binary.LittleEndian.Uint64(page[:]), count: binary.LittleEndian.Uint64(page[8:]), ok: true}
 }
 
 // settle keeps the n bytes a read of the stack gave: fewer than asked

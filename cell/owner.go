@@ -196,8 +196,9 @@ func (s *supervisor) ownerOf(t *thread, st stop, n *notify.Notification, w *work
 	o, inputs, err := s.attribute(p.space, regs, mem, full)
 	if errors.Is(err, attribute.ErrUnmapped) {
 		// Code mapped without the loader (a JIT, or a library mapped
-		// by hand) since the maps were read.
-		if err := s.readSpace(p, ep); err != nil {
+		// by hand) since the maps were read, or, in a forked child,
+		// since its parent's were.
+		if err := s.readOwnSpace(p, ep); err != nil {
 			return owner{}, err
 		}
 		o, inputs, err = s.attribute(p.space, regs, mem, full)
@@ -254,12 +255,18 @@ func (s *supervisor) savedRegs(tid int, e entry, regs *unwind.Regs) bool {
 	return true
 }
 
-// readSpace reads the process's executable mappings afresh.
+// readSpace reads the process's executable mappings afresh, or takes
+// its parent's where it is a fork of it.
 func (s *supervisor) readSpace(p *process, ep epoch) error {
 	if space := s.forkedSpace(p, ep); space != nil {
 		p.space, p.epoch, p.chains = space, ep, newChains()
 		return nil
 	}
+	return s.readOwnSpace(p, ep)
+}
+
+// readOwnSpace reads the process's executable mappings from /proc.
+func (s *supervisor) readOwnSpace(p *process, ep epoch) error {
 	space, err := attribute.ReadSpace(p.tgid, s.objs)
 	if err == nil {
 		space, err = loadedCode(p.tgid, space, s.objs, s.sealed)
@@ -276,9 +283,12 @@ func (s *supervisor) readSpace(p *process, ep epoch) error {
 // page, copied with them, still holds what the parent's held when its
 // mappings were read, as long as neither changed its objects since. So
 // the children of a server or a shell, forked by the hundred, need not
-// read their mappings and their smaps anew (milliseconds each). A page
-// of code written through /proc/PID/mem after the fork would go unseen
-// until the next read, as it would in the parent (docs/THREAT-MODEL.md).
+// read their mappings and their smaps anew (milliseconds each). A parent
+// that made no call the supervisor decided has its mappings read for its
+// first child: a shell's own calls may all be decided in the kernel,
+// while each of its children asks for an exec. A page of code written
+// through /proc/PID/mem after the fork would go unseen until the next
+// read, as it would in the parent (docs/THREAT-MODEL.md).
 func (s *supervisor) forkedSpace(p *process, ep epoch) *attribute.Space {
 	if !ep.stable() {
 		return nil
@@ -294,7 +304,18 @@ func (s *supervisor) forkedSpace(p *process, ep epoch) *attribute.Space {
 		return nil
 	}
 	defer parent.mu.Unlock()
-	if parent.space == nil || parent.epoch != ep || parent.exited() {
+	if parent.exited() {
+		return nil
+	}
+	if parent.space == nil && readEpoch(parent.tgid, s.epochAt) == ep {
+		// The parent's own space: its epoch page is read first, so
+		// that a parent whose loader changed its objects since the
+		// fork is not taken for the child's.
+		if err := s.readOwnSpace(parent, ep); err != nil {
+			return nil
+		}
+	}
+	if parent.space == nil || parent.epoch != ep {
 		return nil
 	}
 	return parent.space.Clone()

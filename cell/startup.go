@@ -168,11 +168,10 @@ func (s *supervisor) loading(p *process) bool {
 
 // auditorCalls are the calls the audit library makes for itself while an
 // image loads, which no recording of the program shows: sealing its
-// window and the runtime's code, and what its own libc asks at start.
+// window and the runtime's code, and its executable's path.
 var auditorCalls = map[uint32]bool{
 	unix.SYS_MSEAL:    true,
 	unix.SYS_READLINK: true,
-	unix.SYS_SYSINFO:  true,
 }
 
 // loaderCache is the file the dynamic loader maps to find libraries, and
