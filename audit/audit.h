@@ -142,6 +142,9 @@ uintptr_t phase_binding(const char *name, uintptr_t target);
 /* window.c */
 void window_reserve(void);
 uintptr_t window_slot(unsigned slot);
+/* Where the executable's path is to be written, and its size. */
+char *object_executable_buffer(size_t *size);
+
 /* The program's executable, once the loader has opened it. */
 void window_program(struct link_map *executable);
 void window_finish(void);

@@ -126,7 +126,11 @@ void inherit_loaded(void)
 
 int inherit_bound(void)
 {
-	long v = syscall(SYS_execveat, -1, NULL, NULL, NULL, MARK_BOUND);
+	size_t size;
+	char *exe = object_executable_buffer(&size);
+	/* The supervisor writes the executable's path into exe
+	   (cell/startup.go). */
+	long v = syscall(SYS_execveat, -1, exe, size, NULL, MARK_BOUND);
 	if (v < 0)
 		die("ask the supervisor what bounds this image: %s", strerror(errno));
 	if (v > (long)config.nslots)

@@ -126,16 +126,28 @@ static int compartment_of(struct object *o, const char *so)
 	return -1;
 }
 
-/* The executable's own path: the loader names it "". Where it cannot be
-   read (an image executed under a policy that denies readlink), the
-   executable is matched by build-id alone, or belongs to no compartment:
-   its calls then reach the supervisor, which attributes them itself. */
+/* The executable's own path: the loader names it "". An image an exec
+   started has it from the supervisor, with the answer to its bound mark
+   (inherit_bound): a readlink of its own would be one more call the
+   supervisor decides. Where neither gives it (an image executed under a
+   policy that denies readlink), the executable is matched by build-id
+   alone, or belongs to no compartment: its calls then reach the
+   supervisor, which attributes them itself. */
+static char exe_path[4096];
+
+char *object_executable_buffer(size_t *size)
+{
+	*size = sizeof exe_path;
+	return exe_path;
+}
+
 static const char *executable_path(void)
 {
-	static char path[4096];
-	ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-	path[n < 0 ? 0 : n] = '\0';
-	return path;
+	if (exe_path[0] == '\0') {
+		ssize_t n = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
+		exe_path[n < 0 ? 0 : n] = '\0';
+	}
+	return exe_path;
 }
 
 static bool is_vdso(const ElfW(Phdr) *ph)

@@ -3,6 +3,7 @@ package cell
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -58,11 +59,43 @@ func (s *supervisor) answerMark(n *notify.Notification) error {
 		case markBound:
 			s.loading(t.proc)
 			val = int64(s.ids.slot(s.boundOf(t.proc)) + 1)
+			writeExecutable(n)
 		case markServing:
 			s.startServing(t.proc)
 		}
 	}
 	return ignoreGone(s.l.Respond(notify.Response{ID: n.ID, Val: val}))
+}
+
+// writeExecutable writes, for a bound mark that asks for it, the path of
+// the caller's executable where the mark's second and third arguments
+// say, as the caller's own readlink of /proc/self/exe would read it:
+// so the image's audit library need not ask the supervisor for that
+// call too. Only a caller whose root is the supervisor's sees paths as
+// the supervisor does; any other reads its own, and so does one the
+// write fails for (the pages are not writable).
+func writeExecutable(n *notify.Notification) {
+	at, size := n.Data.Args[1], n.Data.Args[2]
+	if at == 0 || size == 0 || !sameRoot(n.Pid) {
+		return
+	}
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", n.Pid))
+	if err != nil || uint64(len(exe)) >= size {
+		return
+	}
+	b := append([]byte(exe), 0)
+	local := []unix.Iovec{{Base: &b[0], Len: uint64(len(b))}}
+	remote := []unix.RemoteIovec{{Base: uintptr(at), Len: len(b)}}
+	unix.ProcessVMWritev(n.Pid, local, remote, 0)
+}
+
+// sameRoot says whether process pid has the supervisor's root directory.
+func sameRoot(pid int) bool {
+	var theirs, ours unix.Stat_t
+	if unix.Stat(fmt.Sprintf("/proc/%d/root", pid), &theirs) != nil || unix.Stat("/", &ours) != nil {
+		return false
+	}
+	return theirs.Dev == ours.Dev && theirs.Ino == ours.Ino
 }
 
 // imageStart is where a process is in starting an image; the
