@@ -25,15 +25,21 @@ import (
 // libc in turn (the first library gets it).
 
 // linkage is what an object's code tells about the calls it makes to
-// other objects, read once.
+// other objects, read once. It keeps the dynamic symbol table as the file
+// has it: a supervisor reads the linkage of a program's objects at its
+// first attributed call, which waits, and libcrypto exports some five
+// thousand symbols, of which a lookup needs one.
 type linkage struct {
 	// plt are the ranges of the PLT sections, whose entries jump through
 	// GOT slots.
 	plt [][2]uint64
 	// slots maps GOT slots to the symbols the loader binds them to.
 	slots map[uint64]string
-	// defines holds the functions the object exports.
-	defines map[string]bool
+	syms  dynsyms
+	// hash is the object's .gnu.hash section, nil where it has none;
+	// defined then holds the functions it exports.
+	hash    []byte
+	defined map[string]bool
 }
 
 // linkageOf reads obj's linkage, once.
@@ -45,25 +51,34 @@ func (obj *Object) linkageOf() *linkage {
 }
 
 func readLinkage(f *elf.File) *linkage {
-	l := &linkage{slots: map[uint64]string{}, defines: map[string]bool{}}
+	l := &linkage{slots: map[uint64]string{}}
 	if f == nil {
 		return l
 	}
-	syms, _ := f.DynamicSymbols()
-	for _, s := range syms {
-		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Section != elf.SHN_UNDEF {
-			l.defines[s.Name] = true
-		}
-	}
+	l.syms = readDynsyms(f)
 	for _, sec := range f.Sections {
 		switch {
 		case sec.Name == ".plt" || sec.Name == ".plt.sec" || sec.Name == ".plt.got":
 			l.plt = append(l.plt, [2]uint64{sec.Addr, sec.Addr + sec.Size})
 		case sec.Type == elf.SHT_RELA:
-			readSlots(sec, syms, l.slots)
+			readSlots(sec, l.syms, l.slots)
+		case sec.Name == ".gnu.hash":
+			l.hash, _ = sec.Data()
 		}
 	}
+	if l.hash == nil || !l.syms.hashable(l.hash) {
+		l.hash, l.defined = nil, l.syms.functions()
+	}
 	return l
+}
+
+// defines says whether the object exports function name.
+func (l *linkage) defines(name string) bool {
+	if l.hash == nil {
+		return l.defined[name]
+	}
+	i, ok := l.syms.lookup(l.hash, name)
+	return ok && l.syms.function(i)
 }
 
 // Relocations that bind a GOT slot to a symbol's address.
@@ -73,7 +88,7 @@ const (
 )
 
 // readSlots adds the GOT slots that the relocations of sec bind.
-func readSlots(sec *elf.Section, syms []elf.Symbol, slots map[uint64]string) {
+func readSlots(sec *elf.Section, syms dynsyms, slots map[uint64]string) {
 	data, err := sec.Data()
 	if err != nil {
 		return
@@ -82,8 +97,10 @@ func readSlots(sec *elf.Section, syms []elf.Symbol, slots map[uint64]string) {
 		off, info := binary.LittleEndian.Uint64(data), binary.LittleEndian.Uint64(data[8:])
 		data = data[24:]
 		typ, sym := uint32(info), info>>32
-		if (typ == rX86_64GlobDat || typ == rX86_64JumpSlot) && sym > 0 && int(sym) <= len(syms) {
-			slots[off] = syms[sym-1].Name
+		if typ == rX86_64GlobDat || typ == rX86_64JumpSlot {
+			if name := syms.name(int(sym)); name != "" {
+				slots[off] = name
+			}
 		}
 	}
 }
@@ -174,7 +191,7 @@ func (s *Space) definer(sym string) *Object {
 	var found *Object
 	for i := range s.maps {
 		obj := s.maps[i].Object
-		if obj == found || obj.Runtime || obj.Kind != File || obj.elf == nil || !obj.linkageOf().defines[sym] {
+		if obj == found || obj.Runtime || obj.Kind != File || obj.elf == nil || !obj.linkageOf().defines(sym) {
 			continue
 		}
 		if found != nil {

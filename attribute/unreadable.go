@@ -45,14 +45,22 @@ func (m *Mapping) startsMain(site uint64) bool {
 // symbolRange is the link-time range of the dynamic function symbol name
 // of f, zero if f does not define it.
 func symbolRange(f *elf.File, name string) [2]uint64 {
-	syms, err := f.DynamicSymbols()
-	if err != nil {
-		return [2]uint64{}
-	}
-	for _, s := range syms {
-		if s.Name == name && elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Section != elf.SHN_UNDEF && s.Size > 0 {
-			return [2]uint64{s.Value, s.Value + s.Size}
+	d := readDynsyms(f)
+	i, ok := -1, false
+	if hash := f.Section(".gnu.hash"); hash != nil {
+		if data, err := hash.Data(); err == nil && d.hashable(data) {
+			i, ok = d.lookup(data, name)
 		}
 	}
-	return [2]uint64{}
+	if i < 0 {
+		i, ok = d.find(name)
+	}
+	if !ok || !d.function(i) {
+		return [2]uint64{}
+	}
+	value, size := d.extent(i)
+	if size == 0 {
+		return [2]uint64{}
+	}
+	return [2]uint64{value, value + size}
 }

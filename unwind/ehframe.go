@@ -1,6 +1,7 @@
 package unwind
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -46,7 +47,10 @@ type ehFrame struct {
 	data []byte
 	addr uint64
 	// cies caches parsed CIEs by offset; a CIE is shared by many FDEs.
-	cies map[int]*cie
+	// Only NewTable fills it, before the table is shared: sealed says it
+	// is done, and a CIE parsed later is not cached.
+	cies   map[int]*cie
+	sealed bool
 }
 
 // errCIE reports an entry where an FDE was expected.
@@ -131,11 +135,34 @@ func (f *ehFrame) cie(off int) (*cie, error) {
 	if err != nil {
 		return nil, fmt.Errorf("CIE at %#x: %w", off, err)
 	}
+	if f.sealed {
+		return c, nil
+	}
 	if f.cies == nil {
 		f.cies = map[int]*cie{}
 	}
 	f.cies[off] = c
 	return c, nil
+}
+
+// cacheCIEs parses and caches every CIE of the section, and seals the
+// cache. A CIE that does not parse is left out: the FDEs that name it
+// fail when they are looked up.
+func (f *ehFrame) cacheCIEs() {
+	// The walk reads only each entry's length and id, as entry would,
+	// without a reader for each of thousands of FDEs.
+	for off := 0; off+8 <= len(f.data); {
+		length := binary.LittleEndian.Uint32(f.data[off:])
+		end := off + 4 + int(length)
+		if length == 0 || length == 0xffffffff || end > len(f.data) || end < off+8 {
+			break
+		}
+		if binary.LittleEndian.Uint32(f.data[off+4:]) == 0 {
+			f.cie(off)
+		}
+		off = end
+	}
+	f.sealed = true
 }
 
 func (f *ehFrame) parseCIE(off int) (*cie, error) {

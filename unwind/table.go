@@ -42,20 +42,12 @@ func NewTable(frame []byte, frameAddr uint64, hdr []byte, hdrAddr uint64) (*Tabl
 		sort.Slice(idx, func(i, j int) bool { return idx[i].start < idx[j].start })
 		t.idx = idx
 	}
-	// Parse every FDE once: a malformed section fails here, not in the
-	// middle of an unwind, and every CIE is cached before the Table is
-	// shared.
-	return t, t.check()
-}
-
-// check parses every FDE the index names.
-func (t *Table) check() error {
-	for i := range t.Len() {
-		if _, err := t.frame.fde(t.offset(i)); err != nil {
-			return err
-		}
-	}
-	return nil
+	// FDEs are parsed when an unwind looks one up: a supervisor reads
+	// the tables of a program's objects at its first attributed call,
+	// which waits, and libcrypto alone has some ten thousand. Every CIE
+	// is cached before the Table is shared, which reads the cache only.
+	t.frame.cacheCIEs()
+	return t, nil
 }
 
 // Len is the number of FDEs in the index.

@@ -1,0 +1,75 @@
+package attribute
+
+import (
+	"debug/elf"
+	"testing"
+)
+
+// TestDefines checks the lookup of exported functions through .gnu.hash
+// against debug/elf's reading of every dynamic symbol, on libraries of
+// the machine: each function an object defines is found, and no name it
+// only imports, or that it does not have, is.
+func TestDefines(t *testing.T) {
+	for _, path := range []string{
+		"/usr/lib/x86_64-linux-gnu/libc.so.6",
+		"/usr/lib/x86_64-linux-gnu/libcrypto.so.3",
+		"/usr/bin/openssl",
+	} {
+		f, err := elf.Open(path)
+		if err != nil {
+			t.Logf("SKIPPED %s: %v", path, err)
+			continue
+		}
+		l := readLinkage(f)
+		if l.hash == nil {
+			t.Errorf("%s: its .gnu.hash was not taken", path)
+		}
+		syms, err := f.DynamicSymbols()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range syms {
+			want := elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Section != elf.SHN_UNDEF
+			if want && !l.defines(s.Name) {
+				t.Errorf("%s: %s not found", path, s.Name)
+			}
+			if !want && s.Section == elf.SHN_UNDEF && l.defines(s.Name) {
+				t.Errorf("%s: imported %s taken for a definition", path, s.Name)
+			}
+		}
+		for _, name := range []string{"", "no_such_function_anywhere", "printf_but_not"} {
+			if l.defines(name) {
+				t.Errorf("%s: %q found", path, name)
+			}
+		}
+		f.Close()
+	}
+}
+
+// TestSymbolRange checks the range of libc's __libc_start_main, found
+// through .gnu.hash, against debug/elf's reading of every symbol.
+func TestSymbolRange(t *testing.T) {
+	const libc = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+	f, err := elf.Open(libc)
+	if err != nil {
+		t.Skipf("SKIPPED: %v", err)
+	}
+	defer f.Close()
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want [2]uint64
+	for _, s := range syms {
+		if s.Name == startMainSymbol && s.Section != elf.SHN_UNDEF {
+			want = [2]uint64{s.Value, s.Value + s.Size}
+			break
+		}
+	}
+	if got := symbolRange(f, startMainSymbol); got != want || want[1] == 0 {
+		t.Errorf("%s: got %#x, want %#x", startMainSymbol, got, want)
+	}
+	if got := symbolRange(f, "no_such_function_anywhere"); got != [2]uint64{} {
+		t.Errorf("a name libc lacks: got %#x", got)
+	}
+}
