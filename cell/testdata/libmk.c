@@ -3,6 +3,7 @@
 // other functions try mkdir by every way around its compartment's
 // bindings: another ABI, and code of its own making. It also starts
 // programs by vfork and posix_spawn, whose children share its memory.
+#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <spawn.h>
@@ -45,6 +46,17 @@ static int opened(FILE *f)
 int lib_fopen(const char *path)
 {
 	return opened(fopen(path, "r"));
+}
+
+// lib_opendir opens a directory, whose openat libc makes through its own
+// __open_nocancel, called through libmk.so's binding of opendir (a gate).
+int lib_opendir(const char *path)
+{
+	DIR *d = opendir(path);
+	if (d == NULL)
+		return -1;
+	closedir(d);
+	return 0;
 }
 
 // lib_fopen_tail ends in a call of fopen, which gcc -O2 makes a jump
