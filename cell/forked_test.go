@@ -11,16 +11,24 @@ import (
 	"github.com/syscell/syscell/attribute"
 )
 
-// TestForkedSpace checks that a process takes a copy of its parent's
-// mappings where its epoch page says nothing changed since the parent's
-// were read, and reads its own otherwise.
-func TestForkedSpace(t *testing.T) {
+// sleeper starts a child that lives as long as the test.
+func sleeper(t *testing.T) *exec.Cmd {
 	child := exec.Command("sleep", "60")
 	if err := child.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer child.Wait()
-	defer child.Process.Kill()
+	t.Cleanup(func() {
+		child.Process.Kill()
+		child.Wait()
+	})
+	return child
+}
+
+// TestForkedSpace checks that a process takes a copy of its parent's
+// mappings where its epoch page says nothing changed since the parent's
+// were read, and reads its own otherwise.
+func TestForkedSpace(t *testing.T) {
+	child := sleeper(t)
 	objs := attribute.NewObjects(attribute.DefaultRuntime())
 	space := attribute.NewSpace(objs)
 	space.Map(attribute.Mapping{Start: 0x1000, End: 0x2000, Object: attribute.AnonExecObject()})
@@ -59,12 +67,7 @@ func TestForkedSpace(t *testing.T) {
 // for its first child, once, where its epoch page holds the child's;
 // and that a parent whose page holds another is left alone.
 func TestForkedSpaceReadsParent(t *testing.T) {
-	child := exec.Command("sleep", "60")
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer child.Wait()
-	defer child.Process.Kill()
+	child := sleeper(t)
 	page := new([16]byte)
 	binary.LittleEndian.PutUint64(page[:], 7)
 	binary.LittleEndian.PutUint64(page[8:], 2)
