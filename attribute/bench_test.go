@@ -1,0 +1,41 @@
+package attribute
+
+import (
+	"debug/elf"
+	"testing"
+
+	"github.com/syscell/syscell/unwind"
+)
+
+// libcrypto is the largest object a server's first attributed call
+// reads: its CFI and its linkage are what that call waits for.
+const libcrypto = "/usr/lib/x86_64-linux-gnu/libcrypto.so.3"
+
+func openBench(b *testing.B, path string) *elf.File {
+	f, err := elf.Open(path)
+	if err != nil {
+		b.Skipf("SKIPPED: %v", err)
+	}
+	b.Cleanup(func() { f.Close() })
+	return f
+}
+
+// BenchmarkLinkage reads libcrypto's linkage, as the first tail-call
+// check in it does.
+func BenchmarkLinkage(b *testing.B) {
+	f := openBench(b, libcrypto)
+	for b.Loop() {
+		readLinkage(f)
+	}
+}
+
+// BenchmarkTable reads libcrypto's CFI, as the first unwind through it
+// does.
+func BenchmarkTable(b *testing.B) {
+	f := openBench(b, libcrypto)
+	for b.Loop() {
+		if _, err := unwind.Load(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
