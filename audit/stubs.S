@@ -258,6 +258,75 @@ syscell_stub_\sym:
 	jmp .Lfail
 .endm
 
+/* sigaction(sig, act, oact) → rt_sigaction(sig, kact, koact, 8), as
+   glibc's __sigaction and __libc_sigaction: libc's internal signals
+   (SIGCANCEL, SIGSETXID) and numbers outside 1..64 fail with EINVAL
+   without a call; act's handler, flags (sign-extended, with SA_RESTORER)
+   and the mask's first 8 bytes go into the kernel's structure, with the
+   block's own restorer, whose bytes are glibc's __restore_rt (unwinders
+   such as libgcc's and gdb's know a signal frame by them); oact gets the
+   kernel's answer back, the rest of its mask zeroed. */
+#define SA_RESTORER 0x04000000
+#define SA_FLAGS 136
+#define SA_RESTORER_FIELD 144
+.macro stub_sigaction sym, nr, cancel
+	begin \sym
+	lea -1(%rdi), %eax
+	cmp $63, %eax
+	ja 4f
+	cmp $32, %edi
+	je 4f
+	cmp $33, %edi
+	je 4f
+	push %rbx
+	mov %rdx, %rbx
+	sub $64, %rsp
+	xor %edx, %edx
+	test %rbx, %rbx
+	jz 1f
+	lea 32(%rsp), %rdx
+1:	test %rsi, %rsi
+	jz 2f
+	mov (%rsi), %rax
+	mov %rax, (%rsp)
+	movslq SA_FLAGS(%rsi), %rax
+	or $SA_RESTORER, %rax
+	mov %rax, 8(%rsp)
+	lea .Lrestore_rt(%rip), %rax
+	mov %rax, 16(%rsp)
+	mov 8(%rsi), %rax
+	mov %rax, 24(%rsp)
+	mov %rsp, %rsi
+2:	mov $8, %r10d
+	mov $\nr, %eax
+	call .Lsites + \nr * SITE_STRIDE
+	cmp $-4095, %rax
+	jae 3f
+	test %rbx, %rbx
+	jz 3f
+	mov 32(%rsp), %rcx
+	mov %rcx, (%rbx)
+	mov 56(%rsp), %rcx
+	mov %rcx, 8(%rbx)
+	lea 16(%rbx), %rdi
+	mov %rax, %r11
+	xor %eax, %eax
+	mov $15, %ecx
+	rep stosq
+	mov %r11, %rax
+	mov 40(%rsp), %rcx
+	mov %ecx, SA_FLAGS(%rbx)
+	mov 48(%rsp), %rcx
+	mov %rcx, SA_RESTORER_FIELD(%rbx)
+3:	add $64, %rsp
+	pop %rbx
+	cmp $-4095, %rax
+	jae .Lfail
+	ret
+4:	mov $-EINVAL, %rax
+	jmp .Lfail
+.endm
+
 /* syscall(nr, a, b, c, d, e, f): any call, the sixth argument from the
    stack, exactly as glibc's syscall(), made at its number's site. A
    number without a site (from SITES_COUNT up: another ABI's, or none)
@@ -287,6 +356,14 @@ syscell_stub_\sym:
 #define W(sym, kind, nr, cancel) stub_##kind sym, nr, cancel;
 #define A(alias, sym)
 #include "wrappers.def"
+
+/* The restorer stub_sigaction gives the kernel: a handler returns here,
+   and the kernel's rt_sigreturn, which every compartment may make, puts
+   back what the signal interrupted. */
+	.p2align 4
+.Lrestore_rt:
+	movq $__NR_rt_sigreturn, %rax
+	syscall
 
 /* A failed call: rax holds -errno. The program's errno is set by C code
    reached through a pointer, which returns -1 to the stub's caller. */
