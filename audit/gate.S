@@ -13,7 +13,8 @@
  * supervisor's unwinder step through it.
  *
  * Redirect i: libc's wrapper i, whose entry jumps here. Called from
- * libc's own code with an entry of a call still running, it makes its
+ * libc's own code, or by the jump a gated function ends in, with an
+ * entry of a call still running, it makes its
  * call at the stub of the compartment that entry names, where the filter
  * decides it; otherwise through the auditor's own libc, whose calls the
  * supervisor attributes by unwinding as it did libc's.
@@ -93,6 +94,7 @@ syscell_gates:
 	.set k, k + 1
 	.endr
 	call *GATE_TARGET(%r11)
+.Lgated:
 	entries
 	cmpq $0, PUSHED(%rsp)
 	jne 3f
@@ -129,8 +131,13 @@ syscell_redirects:
 	mov (%rsp), %rax
 	sub syscell_libc_text(%rip), %rax
 	cmp syscell_libc_text+8(%rip), %rax
-	jae .Lfallback
-	entries
+	jb 4f
+	/* Or from the gate itself: the function it called ended in a jump
+	   to the wrapper (wait3's to __wait4), a tail call. */
+	lea .Lgated(%rip), %rax
+	cmp (%rsp), %rax
+	jne .Lfallback
+4:	entries
 	cmpq $0, OVERFLOW(%r10)
 	jne .Lfallback
 	mov %r11, SCRATCH(%r10)

@@ -327,6 +327,29 @@ syscell_stub_\sym:
 	jmp .Lfail
 .endm
 
+/* sigprocmask(how, set, oset) → rt_sigprocmask(how, set', oset, 8), as
+   glibc's __pthread_sigmask: libc's internal signals (SIGCANCEL, 32, and
+   SIGSETXID, 33) are never blocked, so set' is a copy of set's kernel
+   part without them. */
+.macro stub_sigprocmask sym, nr, cancel
+	begin \sym
+	sub $24, %rsp
+	test %rsi, %rsi
+	jz 1f
+	mov (%rsi), %rax
+	btr $31, %rax
+	btr $32, %rax
+	mov %rax, (%rsp)
+	mov %rsp, %rsi
+1:	mov $8, %r10d
+	mov $\nr, %eax
+	call .Lsites + \nr * SITE_STRIDE
+	add $24, %rsp
+	cmp $-4095, %rax
+	jae .Lfail
+	ret
+.endm
+
 /* syscall(nr, a, b, c, d, e, f): any call, the sixth argument from the
    stack, exactly as glibc's syscall(), made at its number's site. A
    number without a site (from SITES_COUNT up: another ABI's, or none)

@@ -50,8 +50,10 @@ static void on_signal(int sig)
 
 // signals sets, reads and restores handlers through sigaction, with a
 // mask, flags whose high bit is set, and libc's internal signals, which
-// fail without a call; then has a handler run and return through the
-// restorer sigaction gave the kernel.
+// fail without a call; has a handler run and return through the
+// restorer sigaction gave the kernel; then blocks and unblocks signals,
+// libc's internal ones among them, which it never blocks, and tries a
+// bad how.
 static void signals(void)
 {
 	struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESTART | SA_RESETHAND}, old;
@@ -65,6 +67,15 @@ static void signals(void)
 	sigaction(SIGUSR1, &sa, NULL);
 	kill(getpid(), SIGUSR1);
 	sigaction(SIGUSR1, &old, NULL);
+	sigset_t set, was;
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, 32);
+	sigaddset(&set, 33);
+	sigprocmask(SIG_BLOCK, &set, &was);
+	sigprocmask(SIG_SETMASK, NULL, &set);
+	sigprocmask(SIG_SETMASK, &was, NULL);
+	sigprocmask(99, &was, NULL);
 }
 
 // wrap_ready writes the process's pid and waits for a byte on standard

@@ -7,7 +7,8 @@
 //   stdio    libmk.so and prog fopen DIR/file: openat from libc's code,
 //            called through their bindings (libmk.so's by a tail call too);
 //            libmk.so opendir(DIR), whose openat libc's hidden
-//            __open_nocancel makes
+//            __open_nocancel makes, and __open_2(DIR/file), which jumps
+//            to open
 //   stdio-pointer  the same through pointers to libc's fopen, which pass
 //            no binding
 //   stdio-longjmp  prog flushes a stream whose write function longjmps
@@ -82,6 +83,7 @@ int lib_cputime(void);
 int lib_mkdir(const char *path);
 int lib_fopen(const char *path);
 int lib_opendir(const char *path);
+int lib_open_2(const char *path);
 FILE *lib_fopen_tail(const char *path);
 int lib_fopen_pointer(const char *path);
 extern int lib_ctor_result, lib_ctor_errno;
@@ -509,6 +511,7 @@ int main(int argc, char **argv)
 		report("lib-fopen-tail", lib_fopen_tail(path("file")) ? 0 : -1);
 		report("main-fopen", main_fopen(false));
 		report("lib-opendir", lib_opendir(path("")));
+		report("lib-open-2", lib_open_2(path("file")));
 		// More arguments than registers: printf's gate passes the
 		// ones on the stack on.
 		printf("main-varargs %d %d %d %d %d %d %d %d %d %d %d %d %.1f %.1f -\n", 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
