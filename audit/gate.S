@@ -25,6 +25,9 @@
  */
 #include "gate.h"
 
+#define PROT_EXEC 0x4
+#define MAP_ANONYMOUS 0x20
+
 	.text
 	.p2align 4
 	.globl syscell_gates
@@ -128,7 +131,15 @@ syscell_redirects:
 	.endr
 
 .Lredirect:
-	mov (%rsp), %rax
+	/* mmap: anonymous memory that cannot execute is the runtime's
+	   (malloc's heaps), whoever called libc. */
+	cmp syscell_redirect_mmap(%rip), %r11
+	jne 6f
+	test $PROT_EXEC, %edx
+	jnz 6f
+	test $MAP_ANONYMOUS, %ecx
+	jnz .Lfallback
+6:	mov (%rsp), %rax
 	sub syscell_libc_text(%rip), %rax
 	cmp syscell_libc_text+8(%rip), %rax
 	jb 4f

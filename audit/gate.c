@@ -67,6 +67,10 @@ _Static_assert(offsetof(struct entries, overflow) == OVERFLOW && offsetof(struct
 struct gate syscell_gate_table[NGATES];
 struct redirect syscell_redirect_table[NREDIRECTS];
 uintptr_t syscell_libc_text[2];
+/* The redirect of libc's mmap, which takes only the mappings a caller
+   owns (a file, executable memory): anonymous memory is malloc's, the
+   runtime's, and falls back. -1 while mmap has none. */
+long syscell_redirect_mmap = -1;
 uintptr_t syscell_entries_offset;
 void syscell_redirect_failed(void);
 extern const char syscell_gates[], syscell_redirects[];
@@ -225,12 +229,13 @@ static void patch(uintptr_t at, uintptr_t to)
 /* housekeeping says whether libc's own calls of nr are memory it manages
    for whoever called it (malloc's brk and mmap): the runtime's calls, not
    its caller's, by the attribution rule (attribute/housekeeping.go),
-   which the supervisor applies. */
+   which the supervisor applies. mmap is redirected all the same, and its
+   redirect tells the two kinds apart by the arguments, as that rule does
+   (gate.S). */
 static bool housekeeping(long nr)
 {
 	switch (nr) {
 	case __NR_brk:
-	case __NR_mmap:
 	case __NR_mprotect:
 	case __NR_munmap:
 	case __NR_mremap:
@@ -274,6 +279,8 @@ void gate_redirect(const struct object *libc)
 		long offset = stub_offset(name);
 		void *own = offset >= 0 ? dlsym(RTLD_DEFAULT, name) : NULL;
 		syscell_redirect_table[k] = (struct redirect){offset, (uintptr_t)own};
+		if (wrapper_nr(name) == __NR_mmap)
+			syscell_redirect_mmap = k;
 	}
 	/* Where libc's code cannot be written (a security module refusing to
 	   write a file's code), its wrappers stay as they are: the calls they

@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -83,6 +84,10 @@ static void signals(void)
 void wrap_ready(void)
 {
 	char line[32], c;
+	// The heap, set up before the tracer attaches: memory() opens a
+	// stream, the first allocation of a run that did not load syscell.
+	void *volatile heap = malloc(1);
+	free(heap);
 	int n = snprintf(line, sizeof line, "%d\n", getpid());
 	write(1, line, n);
 	read(0, &c, 1);
@@ -240,6 +245,13 @@ static void memory(void)
 	msync(m, 4096, MS_ASYNC);
 	m = mremap(m, 4096, 8192, MREMAP_MAYMOVE);
 	munmap(m, 8192);
+	// A stream that maps its file ("m"): libc's own mmap of a file,
+	// made for libwrap.so under its gate.
+	FILE *f = fopen(p("f"), "rm");
+	if (f != NULL) {
+		fgetc(f);
+		fclose(f);
+	}
 }
 
 static void process(void)
