@@ -396,6 +396,7 @@ func (p *Program) Map(i int) []Entry {
 				sum.merge(&s)
 			}
 		}
+		sum = sum.flat()
 		final := p.final(sum)
 		out = append(out, Entry{Name: name, Calls: callsOf(final), Params: sum.params,
 			Indirect: sum.pools&(1<<poolRuntime|1<<poolOther) != 0})

@@ -131,7 +131,13 @@ func (s *solver) compute(n int) (summary, summary) {
 		if sc.ABI != x86.X86_64 {
 			continue
 		}
-		s.underGuard(sc.Guard, &sum, func(into *summary) { s.number(into, sc.Nr, s.nodes[n].obj) })
+		if sc.Guard.Mask == 0 {
+			s.number(&sum, sc.Nr, s.nodes[n].obj)
+			continue
+		}
+		var got summary
+		s.number(&got, sc.Nr, s.nodes[n].obj)
+		sum.place(sc.Guard, &got)
 	}
 	runtime := s.runtime[s.nodes[n].obj]
 	for i, t := range s.targetsOf(n) {
@@ -143,23 +149,24 @@ func (s *solver) compute(n int) (summary, summary) {
 			}
 			continue
 		}
-		s.underGuard(c.Guard, &sum, func(into *summary) { s.reach(n, into, t, c, false) })
+		s.reachUnder(n, &sum, t, c, false)
 		if c.Tail && !runtime {
-			s.underGuard(c.Guard, &up, func(into *summary) { s.reach(n, into, t, c, true) })
+			s.reachUnder(n, &up, t, c, true)
 		}
 	}
 	return sum, up
 }
 
-// underGuard adds to sum what add adds, made only where guard holds.
-func (s *solver) underGuard(guard x86.Guard, sum *summary, add func(into *summary)) {
-	if guard.Mask == 0 {
-		add(sum)
+// reachUnder is reach for a call that may have a guard: what it
+// reaches is done only where the guard holds.
+func (s *solver) reachUnder(n int, sum *summary, t targets, c *x86.Call, up bool) {
+	if c.Guard.Mask == 0 {
+		s.reach(n, sum, t, c, up)
 		return
 	}
 	var got summary
-	add(&got)
-	sum.place(guard, &got)
+	s.reach(n, &got, t, c, up)
+	sum.place(c.Guard, &got)
 }
 
 // targetsOf resolves, once, what each call of node n may reach.
