@@ -10,7 +10,9 @@
 // what its target and arguments can be. Link resolves the calls across
 // objects and solves, for every function, what it can make the kernel
 // do for its compartment: calls made inside the system runtime (libc,
-// the loader, the vDSO) are its caller's, as attribute's rule has it.
+// the loader, the vDSO) are its caller's, as attribute's rule has it;
+// what a callee does only where a bit of an argument is set (a flag) is
+// not its caller's where the caller passes constants without that bit.
 // Indirect calls resolve through callbacks passed as arguments, GOT
 // slots, read-only words and the fields of the loader's data, glibc's
 // checked stdio vtables and mangled pointers; the rest reach a pool of

@@ -72,9 +72,9 @@ func (p *Program) join(t targets) summary {
 		out.pools |= 1 << poolRuntime
 	}
 	for _, n := range t.nodes {
-		sums := []summary{p.s.ups[n]}
+		sums := []summary{p.s.ups[n].flat()}
 		if p.s.runtime[p.s.nodes[n].obj] {
-			sums = append(sums, p.s.sums[n])
+			sums = append(sums, p.s.sums[n].flat())
 		}
 		for _, sum := range sums {
 			out.nrs.union(&sum.nrs)
@@ -104,9 +104,11 @@ func (p *Program) closePools() {
 	}
 }
 
-// final completes a summary with what the pools its indirect calls
-// reach can do.
+// final completes a summary with what its guarded calls and the pools
+// its indirect calls reach can do: what it does with arguments the
+// analysis does not know.
 func (p *Program) final(sum summary) summary {
+	sum = sum.flat()
 	out := sum
 	for i := range p.pools {
 		if sum.pools&(1<<i) != 0 {
@@ -347,7 +349,7 @@ func (p *Program) Runtime() Calls {
 			}
 		}
 		for _, n := range started.nodes {
-			up := p.s.ups[n]
+			up := p.s.ups[n].flat()
 			out.nrs.union(&up.nrs)
 			out.all = out.all || up.all
 			out.pools |= up.pools
@@ -394,6 +396,7 @@ func (p *Program) Map(i int) []Entry {
 				sum.merge(&s)
 			}
 		}
+		sum = sum.flat()
 		final := p.final(sum)
 		out = append(out, Entry{Name: name, Calls: callsOf(final), Params: sum.params,
 			Indirect: sum.pools&(1<<poolRuntime|1<<poolOther) != 0})

@@ -38,7 +38,7 @@ func (s *solver) solve() {
 		work = work[1:]
 		queued[n] = false
 		sum, up := s.compute(n)
-		if sum == s.sums[n] && up == s.ups[n] {
+		if sum.equal(&s.sums[n]) && up.equal(&s.ups[n]) {
 			continue
 		}
 		s.sums[n], s.ups[n] = sum, up
@@ -119,7 +119,8 @@ func (s *solver) depend(n, t int) {
 // call to n's object only where that caller's call instruction names
 // n's function (attribute/tailcall.go), which a call through a pointer
 // does not. The runtime's frames count for no one, so its tail calls are
-// like its calls.
+// like its calls. A syscall instruction or a call with a guard adds
+// what it does under that guard.
 func (s *solver) compute(n int) (summary, summary) {
 	var sum, up summary
 	fn := s.nodes[n].fn
@@ -130,7 +131,13 @@ func (s *solver) compute(n int) (summary, summary) {
 		if sc.ABI != x86.X86_64 {
 			continue
 		}
-		s.number(&sum, sc.Nr, s.nodes[n].obj)
+		if sc.Guard.Mask == 0 {
+			s.number(&sum, sc.Nr, s.nodes[n].obj)
+			continue
+		}
+		var got summary
+		s.number(&got, sc.Nr, s.nodes[n].obj)
+		sum.place(sc.Guard, &got)
 	}
 	runtime := s.runtime[s.nodes[n].obj]
 	for i, t := range s.targetsOf(n) {
@@ -142,12 +149,24 @@ func (s *solver) compute(n int) (summary, summary) {
 			}
 			continue
 		}
-		s.reach(n, &sum, t, c, false)
+		s.reachUnder(n, &sum, t, c, false)
 		if c.Tail && !runtime {
-			s.reach(n, &up, t, c, true)
+			s.reachUnder(n, &up, t, c, true)
 		}
 	}
 	return sum, up
+}
+
+// reachUnder is reach for a call that may have a guard: what it
+// reaches is done only where the guard holds.
+func (s *solver) reachUnder(n int, sum *summary, t targets, c *x86.Call, up bool) {
+	if c.Guard.Mask == 0 {
+		s.reach(n, sum, t, c, up)
+		return
+	}
+	var got summary
+	s.reach(n, &got, t, c, up)
+	sum.place(c.Guard, &got)
 }
 
 // targetsOf resolves, once, what each call of node n may reach.
@@ -241,16 +260,17 @@ func (s *solver) reach(n int, sum *summary, t targets, c *x86.Call, up bool) {
 	for _, callee := range t.nodes {
 		s.depend(n, callee)
 		if up && s.runtime[s.nodes[callee].obj] || !up && s.counts(n, callee) {
-			s.absorb(n, sum, s.sums[callee], c)
+			s.absorb(n, sum, &s.sums[callee], c)
 		}
-		s.absorb(n, sum, s.ups[callee], c)
+		s.absorb(n, sum, &s.ups[callee], c)
 	}
 }
 
 // absorb adds what a callee does (cs), called by node n with call c, to
-// sum: its calls, and those its parameters, callbacks and fields give
-// with c's arguments.
-func (s *solver) absorb(n int, sum *summary, cs summary, c *x86.Call) {
+// sum: its calls, those its parameters, callbacks and fields give with
+// c's arguments, and what it does under guards c's arguments do not
+// rule out: a guard on an argument n passes on becomes n's.
+func (s *solver) absorb(n int, sum *summary, cs *summary, c *x86.Call) {
 	sum.nrs.union(&cs.nrs)
 	sum.all = sum.all || cs.all
 	sum.pools |= cs.pools
@@ -265,6 +285,16 @@ func (s *solver) absorb(n int, sum *summary, cs summary, c *x86.Call) {
 	}
 	for _, f := range cs.fields[:cs.nfields] {
 		s.number(sum, fieldValue(c, f), o)
+	}
+	for _, g := range cs.guarded {
+		h, ok, never := g.guard.Through(argValue(c, int(g.guard.Arg)))
+		switch {
+		case never:
+		case ok:
+			sum.addGuarded(h, &g.nrs, g.all, g.pools)
+		default:
+			sum.unguard(&g)
+		}
 	}
 }
 

@@ -1,6 +1,11 @@
 package infer
 
-import "math/bits"
+import (
+	"math/bits"
+	"slices"
+
+	"github.com/syscell/syscell/infer/x86"
+)
 
 // maxNr bounds the x86_64 system-call numbers a set holds.
 const maxNr = 512
@@ -60,6 +65,74 @@ type summary struct {
 	// pools are the pools of functions its indirect calls may reach
 	// without the analysis telling which of them (bit p: pool p).
 	pools uint8
+	// guarded are what it does only where a Guard on its arguments
+	// holds, sorted by guard: a caller passing constants that clear
+	// every bit of a guard's mask does none of that part. Few functions
+	// have any: the slice keeps the others' summaries small. Summaries
+	// copied share it, so it is never changed in place.
+	guarded []guardedCalls
+}
+
+// equal says whether s and o say the same.
+func (s *summary) equal(o *summary) bool {
+	return s.nrs == o.nrs && s.all == o.all && s.params == o.params && s.calls == o.calls && s.fields == o.fields &&
+		s.nfields == o.nfields && s.pools == o.pools && slices.Equal(s.guarded, o.guarded)
+}
+
+// guardedCalls are the calls made, and the pools reached, only where
+// guard holds.
+type guardedCalls struct {
+	guard x86.Guard
+	nrs   nrSet
+	all   bool
+	pools uint8
+}
+
+// maxGuarded bounds the guarded parts a summary keeps. Beyond, the
+// parts of the greatest guards become unconditional: which ones depends
+// only on the set of guards, which only grows as the solver runs, so
+// that a part, once unconditional, stays so.
+const maxGuarded = 8
+
+// guardLess orders guards by argument, then mask.
+func guardLess(a, b x86.Guard) bool { return a.Arg < b.Arg || a.Arg == b.Arg && a.Mask < b.Mask }
+
+// addGuarded adds calls made where guard holds.
+func (s *summary) addGuarded(guard x86.Guard, nrs *nrSet, all bool, pools uint8) {
+	i, found := slices.BinarySearchFunc(s.guarded, guard, func(g guardedCalls, t x86.Guard) int {
+		switch {
+		case guardLess(g.guard, t):
+			return -1
+		case g.guard == t:
+			return 0
+		}
+		return 1
+	})
+	switch {
+	case found:
+		g := s.guarded[i]
+		g.nrs.union(nrs)
+		g.all, g.pools = g.all || all, g.pools|pools
+		if g != s.guarded[i] {
+			s.guarded = slices.Clone(s.guarded)
+			s.guarded[i] = g
+		}
+		return
+	case i == maxGuarded:
+		s.unguard(&guardedCalls{nrs: *nrs, all: all, pools: pools})
+		return
+	}
+	s.guarded = slices.Insert(slices.Clone(s.guarded), i, guardedCalls{guard: guard, nrs: *nrs, all: all, pools: pools})
+	if len(s.guarded) > maxGuarded {
+		s.unguard(&s.guarded[maxGuarded])
+		s.guarded = s.guarded[:maxGuarded]
+	}
+}
+
+// unguard makes g's calls unconditional.
+func (s *summary) unguard(g *guardedCalls) {
+	s.nrs.union(&g.nrs)
+	s.all, s.pools = s.all || g.all, s.pools|g.pools
 }
 
 // A pool is a set of the runtime's functions an indirect call may reach
@@ -121,5 +194,37 @@ func (s *summary) merge(o *summary) bool {
 		s.addField(f)
 	}
 	s.pools |= o.pools
-	return *s != before
+	for _, g := range o.guarded {
+		s.addGuarded(g.guard, &g.nrs, g.all, g.pools)
+	}
+	return !s.equal(&before)
+}
+
+// place adds o to s where guard holds: o's calls and pools are made
+// only then, and those o makes under guards of its own where those
+// hold (both hold); what o makes of s's arguments is s's in any case.
+func (s *summary) place(guard x86.Guard, o *summary) {
+	if guard.Mask == 0 {
+		s.merge(o)
+		return
+	}
+	s.addGuarded(guard, &o.nrs, o.all, o.pools)
+	for _, g := range o.guarded {
+		s.addGuarded(g.guard, &g.nrs, g.all, g.pools)
+	}
+	s.params |= o.params
+	s.calls |= o.calls
+	for _, f := range o.fields[:o.nfields] {
+		s.addField(f)
+	}
+}
+
+// flat is s with what it does under guards made unconditional: what a
+// call with arguments the analysis does not know can do.
+func (s summary) flat() summary {
+	for i := range s.guarded {
+		s.unguard(&s.guarded[i])
+	}
+	s.guarded = nil
+	return s
 }

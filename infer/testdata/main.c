@@ -10,6 +10,8 @@ long pointers(void);
 int stdio_write(void);
 long tables(void);
 long tailed(void);
+int flags_set(const char *);
+int flags_clear(const char *);
 
 int main(int argc, char **argv)
 {
@@ -26,6 +28,8 @@ int main(int argc, char **argv)
 			stdio_write();
 		else if (strcmp(argv[i], "tables") == 0)
 			tables();
+		else if (strcmp(argv[i], "flags") == 0)
+			flags_set("~/*"), flags_clear("/*");
 	}
 	return 0;
 }

@@ -4,7 +4,9 @@
 // of the general-purpose registers over them, so that each syscall
 // instruction and each call comes out with what is known of its
 // registers: a set of constants, the value an argument register had when
-// the function was entered, the word at a fixed address, or nothing.
+// the function was entered (or some of its bits), the word at a fixed
+// address, or nothing; and with the guard it runs under, if any: a bit
+// of an argument a branch above it found set.
 //
 // Nothing here knows about ELF or libc: the caller says where a function
 // starts and ends and which addresses are code, and gets back the

@@ -25,6 +25,8 @@ type Syscall struct {
 	ABI  ABI
 	// Nr is the value of rax (eax) at the instruction.
 	Nr Value
+	// Guard, if any, holds whenever the instruction is reached.
+	Guard Guard
 }
 
 // Call is a call instruction, or a jump that leaves the function (a tail
@@ -44,6 +46,8 @@ type Call struct {
 	// Fields are the words the caller stored in the structures it
 	// passes by address (arguments that point into its frame).
 	Fields []ArgField
+	// Guard, if any, holds whenever the call is made.
+	Guard Guard
 }
 
 // Store is a value stored to a word a global names: a Slot (a word at
@@ -433,11 +437,12 @@ func (r *run) solve(orphans bool) {
 		}
 		for _, s := range succs {
 			changed := false
+			edge := r.edge(b, s, &out)
 			if in, ok := r.in[s]; !ok {
-				copied := out
+				copied := *edge
 				r.in[s], changed = &copied, true
 			} else {
-				changed = in.join(&out)
+				changed = in.join(edge)
 			}
 			if changed && !queued[s] {
 				queued[s] = true
@@ -445,6 +450,21 @@ func (r *run) solve(orphans bool) {
 			}
 		}
 	}
+}
+
+// edge is the state on the edge from block b, which ends in out, to
+// its successor s: out, with the Guard the branch's direction adds.
+func (r *run) edge(b *block, s int, out *state) *state {
+	if s == r.g.hub || b.last < b.first {
+		return out
+	}
+	g := edgeGuard(&r.g.insts[b.last], out.cond, r.g.insts[r.g.blocks[s].first].addr)
+	if g.Mask == 0 || out.guards.has(g) {
+		return out
+	}
+	guarded := *out
+	guarded.guards.add(g)
+	return &guarded
 }
 
 // orphans are the blocks no jump or fall-through leads to, other than
@@ -536,10 +556,10 @@ func (g *graph) record(in *inst, s *state, f *Function, env *Env) {
 	case x86asm.RET:
 		f.Returns = true
 	case x86asm.SYSCALL:
-		f.Syscalls = append(f.Syscalls, Syscall{Addr: in.addr, ABI: X86_64, Nr: s.regs[rax]})
+		f.Syscalls = append(f.Syscalls, Syscall{Addr: in.addr, ABI: X86_64, Nr: s.regs[rax], Guard: s.guards.innermost()})
 	case x86asm.INT:
 		if imm, _ := in.Args[0].(x86asm.Imm); imm == 0x80 {
-			f.Syscalls = append(f.Syscalls, Syscall{Addr: in.addr, ABI: I386, Nr: s.regs[rax].truncate32()})
+			f.Syscalls = append(f.Syscalls, Syscall{Addr: in.addr, ABI: I386, Nr: s.regs[rax].truncate32(), Guard: s.guards.innermost()})
 		}
 	case x86asm.CALL, x86asm.JMP:
 		g.recordCall(in, s, f)
@@ -558,7 +578,11 @@ func (g *graph) record(in *inst, s *state, f *Function, env *Env) {
 	}
 	if isJcc(in.Op) {
 		if t, ok := in.branchTarget(); ok && !g.inside(t) {
-			f.Calls = append(f.Calls, Call{Addr: in.addr, Direct: true, Target: t, Tail: true, Args: s.argValues()})
+			guard := edgeGuard(in, s.cond, t)
+			if guard.Mask == 0 {
+				guard = s.guards.innermost()
+			}
+			f.Calls = append(f.Calls, Call{Addr: in.addr, Direct: true, Target: t, Tail: true, Args: s.argValues(), Guard: guard})
 		}
 	}
 	if n := len(f.Calls); n > 0 && f.Calls[n-1].Addr == in.addr && f.Calls[n-1].Tail {
@@ -576,7 +600,7 @@ func (g *graph) record(in *inst, s *state, f *Function, env *Env) {
 // recordCall notes a call, or a jump that leaves the function. A jump
 // through a jump table stays in the function.
 func (g *graph) recordCall(in *inst, s *state, f *Function) {
-	c := Call{Addr: in.addr, Tail: in.Op == x86asm.JMP, Args: s.argValues(), Fields: s.argFields()}
+	c := Call{Addr: in.addr, Tail: in.Op == x86asm.JMP, Args: s.argValues(), Fields: s.argFields(), Guard: s.guards.innermost()}
 	if t, ok := in.branchTarget(); ok {
 		if c.Tail && g.inside(t) {
 			return

@@ -73,6 +73,11 @@ type state struct {
 	// may change the words from there up (a callee given a structure
 	// may write all of it, and nothing below it).
 	escaped int64
+	// cond is what the flags say of a parameter: the Guard that holds
+	// when ZF is clear (setFlags).
+	cond Guard
+	// guards hold on every path to this point.
+	guards guards
 }
 
 // noEscape is the escaped of a frame no address of which was given
@@ -106,6 +111,10 @@ func (s *state) join(o *state) bool {
 	if o.escaped < s.escaped {
 		s.escaped, changed = o.escaped, true
 	}
+	if s.cond != o.cond && s.cond.Mask != 0 {
+		s.cond, changed = Guard{}, true
+	}
+	changed = s.guards.meet(&o.guards) || changed
 	// Both lists are sorted by offset: merge them, copying only once
 	// the result differs from s's.
 	var kept []slot

@@ -11,12 +11,25 @@ import (
 // are the caller's business.
 func (s *state) step(in *op, pc uint64) {
 	next := pc + uint64(in.Len)
+	framed := s.regs[rsp].Kind == Stack
+	s.setFlags(in, next)
 	s.writeMemory(in, next)
 	s.stepRegs(in, next)
-	if s.regs[rsp].Kind != Stack {
+	if framed && s.regs[rsp].Kind != Stack && !(dynamicAlloc(in) && s.regs[rbp].Kind == Stack) {
 		// The frame is lost (a stack realigned with and): forget it.
 		s.forget(math.MinInt64)
 	}
+}
+
+// dynamicAlloc says whether an instruction moves the stack pointer down
+// by a register's amount: alloca, or a variable-length array, in a
+// function with a frame pointer. The words of the frame above stay
+// where they were, and code reaches them through the frame pointer;
+// what it addresses from the stack pointer is the new space, or its
+// calls' arguments, below them.
+func dynamicAlloc(in *op) bool {
+	_, _, isReg := regArg(in.Args[1])
+	return in.Op == x86asm.SUB && in.Args[0] == x86asm.RSP && isReg
 }
 
 // stepRegs applies an instruction's effect on the registers.
@@ -95,10 +108,8 @@ func (s *state) stepRegs(in *op, next uint64) {
 			switch in.Op {
 			case x86asm.ADD:
 				s.set(dst, bits, s.regs[dst].add(int64(imm)))
-			case x86asm.OR:
-				s.set(dst, bits, s.regs[dst].mapConsts(func(c uint64) uint64 { return c | uint64(imm) }))
 			default:
-				s.set(dst, bits, s.regs[dst].mapConsts(func(c uint64) uint64 { return c & uint64(imm) }))
+				s.set(dst, bits, s.regs[dst].masked(uint64(imm), in.Op == x86asm.OR))
 			}
 			return
 		}
@@ -232,6 +243,16 @@ func (s *state) writeMemory(in *op, next uint64) {
 			v = v.truncate32()
 		}
 		s.store(off, size, v)
+	case inFrame && (in.Op == x86asm.AND || in.Op == x86asm.OR) && (size == 4 || size == 8):
+		old, _ := s.slot(off, size)
+		v := Value{}
+		if imm, ok := in.Args[1].(x86asm.Imm); ok {
+			v = old.masked(uint64(imm), in.Op == x86asm.OR)
+		}
+		if size == 4 {
+			v = v.truncate32()
+		}
+		s.store(off, size, v)
 	case inFrame:
 		if size == 0 {
 			size = maxField
@@ -272,7 +293,7 @@ func (s *state) tableJump(in *op) bool {
 	case x86asm.Reg:
 		r, _, _ := gpr(a)
 		k := s.regs[r].Kind
-		return k == Table || k == Unknown
+		return k == Table || opaque(k)
 	case x86asm.Mem:
 		return s.tableEntry(a, 8)
 	}
@@ -300,8 +321,12 @@ func (s *state) tableEntry(a x86asm.Arg, size uint8) bool {
 // hand-written assembly computes a place in its own code.
 func (s *state) tableSum(dst, src int) bool {
 	a, b := s.regs[dst].Kind, s.regs[src].Kind
-	return (a == Const && (b == Table || b == Unknown)) || (b == Const && (a == Table || a == Unknown))
+	return (a == Const && (b == Table || opaque(b))) || (b == Const && (a == Table || opaque(a)))
 }
+
+// opaque says whether a Kind tells nothing of where a value points: an
+// Unknown, or a parameter's bits (a flag, an index).
+func opaque(k Kind) bool { return k == Unknown || k == Bits }
 
 // tableIndex says whether an address adds a constant base and an index
 // (lea (%base,%index), %reg): a jump table's target.
@@ -338,6 +363,8 @@ func (v Value) truncate32() Value {
 		// callee reads the width it was declared with; a 32-bit field
 		// is read as such.
 		return v
+	case Bits:
+		return v.mask(0xffffffff, 0)
 	}
 	return Value{}
 }
@@ -387,7 +414,7 @@ func (s *state) load(m x86asm.Mem, next uint64, size int) Value {
 		return Value{}
 	}
 	switch b := s.regs[base]; {
-	case b.Kind == Unknown || b.Kind == Ret:
+	case opaque(b.Kind) || b.Kind == Ret:
 		return Value{Kind: Loaded, Consts: []uint64{next}}
 	case b.Kind == Const && len(b.Consts) == 1 && size == 8:
 		// A word of a structure at a constant address.
@@ -464,4 +491,5 @@ func (s *state) call(addr uint64) {
 	}
 	s.regs[rax] = Value{Kind: Ret, Consts: []uint64{addr}}
 	s.forget(s.escaped)
+	s.cond = Guard{}
 }

@@ -43,6 +43,11 @@ const (
 	// Consts[0]) read through a pointer the analysis does not know: the
 	// same value wherever it goes, a Field's base.
 	Loaded
+	// Bits is a parameter with some bits changed, as code passes its
+	// flags on: the bits of Consts[0] are parameter Arg's, those of
+	// Consts[1] set, those of Consts[2] either, the others clear. It
+	// keeps what a test of those bits says of the parameter (Guard).
+	Bits
 )
 
 // MaxConsts is how many constants a Value holds before it becomes
@@ -136,6 +141,8 @@ func (v Value) Join(w Value) Value {
 	switch {
 	case v.Equal(w):
 		return v
+	case (v.Kind == Param || v.Kind == Bits) && (w.Kind == Param || w.Kind == Bits) && v.Arg == w.Arg:
+		return joinBits(v, w)
 	case v.Kind != Const || w.Kind != Const:
 		return Value{}
 	}
@@ -191,6 +198,8 @@ func (v Value) String() string {
 		return "demangled"
 	case Loaded:
 		return fmt.Sprintf("loaded@%#x", v.Consts[0])
+	case Bits:
+		return fmt.Sprintf("param %s&%#x|%#x|?%#x", argNames[v.Arg], v.Consts[0], v.Consts[1], v.Consts[2])
 	}
 	return "?"
 }

@@ -151,7 +151,7 @@ func dump(fn *Function, names map[uint64]string) string {
 		if s.ABI == I386 {
 			abi = "int80"
 		}
-		fmt.Fprintf(&b, "%s %s nr=%v\n", abi, at(s.Addr), valueString(s.Nr, names))
+		fmt.Fprintf(&b, "%s %s nr=%v%s\n", abi, at(s.Addr), valueString(s.Nr, names), guardString(s.Guard))
 	}
 	for _, c := range fn.Calls {
 		kind := "call"
@@ -166,6 +166,7 @@ func dump(fn *Function, names map[uint64]string) string {
 		for _, f := range c.Fields {
 			fmt.Fprintf(&b, " %s%+d=%s", argNames[f.Arg], f.Offset, valueString(f.Value, names))
 		}
+		b.WriteString(guardString(c.Guard))
 		b.WriteByte('\n')
 	}
 	for _, r := range fn.Refs {
@@ -188,6 +189,14 @@ func dump(fn *Function, names map[uint64]string) string {
 	}
 	fmt.Fprintf(&b, "returns %v\n", fn.Returns)
 	return b.String()
+}
+
+// guardString writes a fact's Guard, if it has one.
+func guardString(g Guard) string {
+	if g.Mask == 0 {
+		return ""
+	}
+	return " if " + g.String()
 }
 
 func argsString(args [6]Value, names map[uint64]string) string {
