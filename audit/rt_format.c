@@ -84,9 +84,11 @@ static void number(struct sink *s, const struct spec *f, uintmax_t v, unsigned b
 	const char *digits = upper ? "0123456789ABCDEF" : "0123456789abcdef";
 	char text[32];
 	size_t n = sizeof text;
-	do
-		text[--n] = digits[v % base];
-	while (v /= base);
+	/* A precision of 0 prints 0 as nothing. */
+	if (v != 0 || f->precision != 0)
+		do
+			text[--n] = digits[v % base];
+		while (v /= base);
 	/* A precision sets the least number of digits, and turns off 0. */
 	struct spec g = *f;
 	if (f->precision >= 0) {

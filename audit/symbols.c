@@ -61,11 +61,12 @@ static uint32_t gnu_hash(const char *name)
 }
 
 /* defines says whether symbol i is a definition of name's default
-   version, as dlsym finds it. */
+   version, as dlsym finds it (an IFUNC's address is its resolver's: the
+   program's errno and cancellation functions are none). */
 static bool defines(const struct symbols *s, uint32_t i, const char *name)
 {
 	const ElfW(Sym) *sym = &s->sym[i];
-	if (sym->st_shndx == SHN_UNDEF || ELF64_ST_BIND(sym->st_info) == STB_LOCAL)
+	if (sym->st_shndx == SHN_UNDEF || sym->st_value == 0 || ELF64_ST_BIND(sym->st_info) == STB_LOCAL)
 		return false;
 	if (s->versym != NULL && (s->versym[i] & 0x8000))
 		return false;
