@@ -58,9 +58,9 @@ static int nr_of(const char *stub)
 	return ALIAS;
 }
 
-static int by_name(const void *a, const void *b)
+static int by_name(const struct wrapper *a, const struct wrapper *b)
 {
-	return strcmp(((const struct wrapper *)a)->name, ((const struct wrapper *)b)->name);
+	return strcmp(a->name, b->name);
 }
 
 /* sift_down restores the heap property below root, for heap_sort. */
