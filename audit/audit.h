@@ -104,7 +104,7 @@ struct object {
    compartment that names its objects by file is otherwise its. */
 struct object *object_identify(struct link_map *map, Lmid_t lmid, bool stat_file);
 /* Calls fn with each range of code of this library's own namespace (the
-   library and the loader), which la_objopen never sees. */
+   library alone), which la_objopen never sees. */
 void object_auditor_code(void (*fn)(struct range));
 
 /* symbols.c: the dynamic symbols of an object the loader has mapped. */

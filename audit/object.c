@@ -246,10 +246,15 @@ struct object *object_identify(struct link_map *map, Lmid_t lmid, bool stat_file
 	return o;
 }
 
-/* code calls fn with each executable segment of the object whose ELF
-   header is mapped at base. */
-static void code(uintptr_t base, void (*fn)(struct range))
+/* This library's ELF header, where the linker puts __ehdr_start. */
+extern const ElfW(Ehdr) __ehdr_start;
+
+void object_auditor_code(void (*fn)(struct range))
 {
+	/* The namespace holds this library alone: the loader, in every
+	   namespace, is also an object of the program's, which la_objopen
+	   reports (and seals) next after the executable. */
+	uintptr_t base = (uintptr_t)&__ehdr_start;
 	const ElfW(Phdr) *ph;
 	int n = elf_phdrs(base, &ph);
 	for (int i = 0; i < n; i++) {
@@ -258,16 +263,4 @@ static void code(uintptr_t base, void (*fn)(struct range))
 		uintptr_t start = base + ph[i].p_vaddr;
 		fn((struct range){start & ~(PAGE - 1), align_up(start + ph[i].p_memsz, PAGE)});
 	}
-}
-
-/* This library's ELF header, where the linker puts __ehdr_start. */
-extern const ElfW(Ehdr) __ehdr_start;
-
-void object_auditor_code(void (*fn)(struct range))
-{
-	/* The namespace holds this library and the loader (where the
-	   kernel mapped it: AT_BASE; run as a program, the loader is
-	   reported with the objects of the program's namespace). */
-	code((uintptr_t)&__ehdr_start, fn);
-	code(getauxval(AT_BASE), fn);
 }
