@@ -307,8 +307,11 @@ PREFIX\()stub_\sym:
 	cmp $33, %edi
 	je 4f
 	push %rbx
+	.cfi_adjust_cfa_offset 8
+	.cfi_rel_offset rbx, 0
 	mov %rdx, %rbx
 	sub $64, %rsp
+	.cfi_adjust_cfa_offset 64
 	xor %edx, %edx
 	test %rbx, %rbx
 	jz 1f
@@ -347,7 +350,10 @@ PREFIX\()stub_\sym:
 	mov 48(%rsp), %rcx
 	mov %rcx, SA_RESTORER_FIELD(%rbx)
 3:	add $64, %rsp
+	.cfi_adjust_cfa_offset -64
 	pop %rbx
+	.cfi_adjust_cfa_offset -8
+	.cfi_restore rbx
 	cmp $-4095, %rax
 	jae .Lfail
 	ret
@@ -362,6 +368,7 @@ PREFIX\()stub_\sym:
 .macro stub_sigprocmask sym, nr, cancel
 	begin \sym
 	sub $24, %rsp
+	.cfi_adjust_cfa_offset 24
 	test %rsi, %rsi
 	jz 1f
 	mov (%rsi), %rax
@@ -373,6 +380,7 @@ PREFIX\()stub_\sym:
 	mov $\nr, %eax
 	call .Lsites + \nr * SITE_STRIDE
 	add $24, %rsp
+	.cfi_adjust_cfa_offset -24
 	cmp $-4095, %rax
 	jae .Lfail
 	ret
