@@ -2,7 +2,9 @@
  * The runtime's system call wrappers: each makes the call glibc 2.36's
  * makes (stat is newfstatat, send is sendto...), so that the policies
  * and the supervisor's start-up rules see the calls they always saw,
- * and fails as it does, with -1 and errno.
+ * and fails as it does, with -1 and errno. None is a cancellation point
+ * (glibc's read, connect, send and sendmsg are): the library's own calls
+ * are no program's to cancel.
  */
 #include <errno.h>
 #include <fcntl.h>
