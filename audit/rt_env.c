@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 
+#include "audit.h"
 #include "rt.h"
 
 static char **environment;
@@ -33,6 +34,16 @@ __attribute__((constructor)) static void start(int argc, char **argv, char **env
 	auxv = (const Elf64_auxv_t *)(p + 1);
 }
 
+/* started checks that the loader ran the constructor before it called
+   the library, as glibc's does (it opens an audit library, constructors
+   run, before it calls la_version): a loader that did not would leave the
+   program without its filter. */
+static void started(void)
+{
+	if (environment == NULL)
+		die("the loader called the library before its constructor: no environment");
+}
+
 /* match returns the value of entry if it names name, else NULL. */
 static char *match(char *entry, const char *name)
 {
@@ -42,6 +53,7 @@ static char *match(char *entry, const char *name)
 
 char *getenv(const char *name)
 {
+	started();
 	for (char **p = environment; *p != NULL; p++) {
 		char *value = match(*p, name);
 		if (value != NULL)
@@ -56,6 +68,7 @@ int unsetenv(const char *name)
 		errno = EINVAL;
 		return -1;
 	}
+	started();
 	char **p = environment;
 	while (*p != NULL) {
 		if (match(*p, name) == NULL) {
@@ -70,6 +83,7 @@ int unsetenv(const char *name)
 
 unsigned long getauxval(unsigned long type)
 {
+	started();
 	for (const Elf64_auxv_t *a = auxv; a->a_type != AT_NULL; a++)
 		if (a->a_type == type)
 			return a->a_un.a_val;
