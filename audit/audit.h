@@ -5,9 +5,10 @@
  * the per-library filter the launcher compiled, and hands the launcher
  * the filter's notification listener. See ARCHITECTURE.md, "audit".
  *
- * Everything here runs in the auditor's own link-map namespace, with its
- * own copy of libc; what must act on the program (its errno, its
- * cancellation state) is reached through the program's global scope.
+ * Everything here runs in the auditor's own link-map namespace, with no
+ * libc but the library's own minimal runtime (rt.h); what must act on the
+ * program (its errno, its cancellation state) is reached through the
+ * program's global scope.
  */
 #ifndef SYSCELL_AUDIT_H
 #define SYSCELL_AUDIT_H
@@ -103,8 +104,23 @@ struct object {
    compartment that names its objects by file is otherwise its. */
 struct object *object_identify(struct link_map *map, Lmid_t lmid, bool stat_file);
 /* Calls fn with each range of code of this library's own namespace (the
-   library, its libc and the loader), which la_objopen never sees. */
+   library alone), which la_objopen never sees. */
 void object_auditor_code(void (*fn)(struct range));
+
+/* symbols.c: the dynamic symbols of an object the loader has mapped. */
+struct symbols {
+	uintptr_t bias;
+	const ElfW(Sym) *sym;
+	const char *str;
+	const ElfW(Half) *versym;
+	const uint32_t *gnu_hash;
+	size_t count;
+};
+struct symbols symbols_of(const struct link_map *map);
+/* The address of name's default version where the object defines it
+   (found through its .gnu.hash; an object without one defines nothing
+   here), or 0. */
+uintptr_t symbols_lookup(const struct symbols *s, const char *name);
 
 /* stubs.c: wrappers and their stubs. */
 size_t stub_block_size(void);
@@ -122,6 +138,10 @@ long wrapper_nr(const char *name);
    the last. */
 long stub_index(const char *name);
 const char *stub_name(long index);
+/* The runtime's own copy of name's stub (runtime_stubs.S), or 0; and
+   where that copy's three pointers lie (stubs.h). */
+uintptr_t stub_runtime(const char *name);
+void *stub_runtime_pointers(void);
 
 /* gate.c: calls libc makes on a compartment's behalf. */
 void gate_init(void);

@@ -11,11 +11,12 @@
 
 void die(const char *fmt, ...)
 {
+	static const char prefix[] = "syscell-audit: ";
 	va_list ap;
-	fputs("syscell-audit: ", stderr);
+	write(STDERR_FILENO, prefix, sizeof prefix - 1);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vdprintf(STDERR_FILENO, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	write(STDERR_FILENO, "\n", 1);
 	_exit(EXIT_UNFILTERED);
 }

@@ -16,8 +16,9 @@
  * libc's own code, or by the jump a gated function ends in, with an
  * entry of a call still running, it makes its
  * call at the stub of the compartment that entry names, where the filter
- * decides it; otherwise through the auditor's own libc, whose calls the
- * supervisor attributes by unwinding as it did libc's.
+ * decides it; otherwise at the runtime's own copy of that stub
+ * (runtime_stubs.S), in this library's code, whose calls the supervisor
+ * attributes by unwinding as it did libc's.
  *
  * Only %r10 and %r11 are free at a function's entry and after its
  * return, and %rax at a wrapper's; the entries have a scratch word for
@@ -182,29 +183,6 @@ syscell_redirects:
 .Lfallback:
 	shl $4, %r11
 	lea syscell_redirect_table(%rip), %r10
-	mov REDIRECT_FALLBACK(%r10,%r11), %r11
-	jmp syscell_redirect_fallback
-
-/* The wrapper's call, made by the auditor's libc (in %r11), whose errno
-   becomes the program's when it fails. A frame of its own, with the
-   unwind information the supervisor reads to find libc's caller. */
-	.p2align 4
-	.type syscell_redirect_fallback, @function
-syscell_redirect_fallback:
-	.cfi_startproc
-	sub $8, %rsp
-	.cfi_adjust_cfa_offset 8
-	call *%r11
-	/* An int's -1 or a long's: the high half of an int's is undefined. */
-	cmp $-1, %eax
-	jne 1f
-	mov %rax, (%rsp)
-	call syscell_redirect_failed
-	mov (%rsp), %rax
-1:	add $8, %rsp
-	.cfi_adjust_cfa_offset -8
-	ret
-	.cfi_endproc
-	.size syscell_redirect_fallback, . - syscell_redirect_fallback
+	jmp *REDIRECT_FALLBACK(%r10,%r11)
 
 	.section .note.GNU-stack,"",@progbits

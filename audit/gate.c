@@ -18,8 +18,9 @@
  *   entry's compartment, where the filter decides it by instruction
  *   pointer as it decides the compartment's own calls. Otherwise (no live
  *   entry, a call from outside libc, through a pointer to libc's
- *   wrapper) the call is made by the auditor's own copy of the wrapper,
- *   whose calls are the runtime's: the supervisor unwinds them, as before.
+ *   wrapper) the call is made by the runtime's own copy of the wrapper's
+ *   stub (runtime_stubs.S), in this library's code, whose calls are the
+ *   runtime's: the supervisor unwinds them, as before.
  *
  * The owner is the innermost compartment whose call into libc is still
  * running, which is what the supervisor's unwinding finds, tail calls
@@ -28,7 +29,6 @@
  * call back is not taken for their caller's; what stays is in
  * docs/THREAT-MODEL.md.
  */
-#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <stddef.h>
@@ -72,7 +72,6 @@ uintptr_t syscell_libc_text[2];
    runtime's, and falls back. -1 while mmap has none. */
 long syscell_redirect_mmap = -1;
 uintptr_t syscell_entries_offset;
-void syscell_redirect_failed(void);
 extern const char syscell_gates[], syscell_redirects[];
 
 static __thread struct entries entries __attribute__((tls_model("initial-exec")));
@@ -81,11 +80,6 @@ static unsigned ngates;
 void gate_init(void)
 {
 	syscell_entries_offset = (uintptr_t)&entries - (uintptr_t)__builtin_thread_pointer();
-}
-
-void syscell_redirect_failed(void)
-{
-	syscell_stub_failed(-errno);
 }
 
 static bool named(const char *name, const char *const *names, size_t n)
@@ -172,53 +166,6 @@ uintptr_t gate_binding(int slot, const char *name, uintptr_t target)
 	return (uintptr_t)syscell_gates + i * STRIDE;
 }
 
-/* The dynamic symbols of an object the loader has mapped: its dynamic
-   section's addresses, relocated or not (object.c's soname). */
-struct symbols {
-	const ElfW(Sym) *sym;
-	const char *str;
-	const ElfW(Half) *versym;
-	size_t count;
-};
-
-static size_t gnu_hash_count(const uint32_t *h)
-{
-	uint32_t nbuckets = h[0], offset = h[1], bloom = h[2];
-	const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(h + 4) + bloom);
-	const uint32_t *chain = buckets + nbuckets;
-	uint32_t last = 0;
-	for (uint32_t i = 0; i < nbuckets; i++)
-		if (buckets[i] > last)
-			last = buckets[i];
-	if (last < offset)
-		return offset;
-	while (!(chain[last - offset] & 1))
-		last++;
-	return last + 1;
-}
-
-static struct symbols symbols(const struct link_map *map)
-{
-	struct symbols s = {0};
-	const uint32_t *hash = NULL, *gnu = NULL;
-	uintptr_t bias = map->l_addr;
-#define AT(p) ((p) < bias ? (p) + bias : (p))
-	for (const ElfW(Dyn) *d = map->l_ld; d->d_tag != DT_NULL; d++) {
-		uintptr_t p = AT(d->d_un.d_ptr);
-		switch (d->d_tag) {
-		case DT_SYMTAB: s.sym = (const void *)p; break;
-		case DT_STRTAB: s.str = (const void *)p; break;
-		case DT_VERSYM: s.versym = (const void *)p; break;
-		case DT_HASH: hash = (const void *)p; break;
-		case DT_GNU_HASH: gnu = (const void *)p; break;
-		}
-	}
-#undef AT
-	if (s.sym != NULL && s.str != NULL)
-		s.count = hash != NULL ? hash[1] : gnu != NULL ? gnu_hash_count(gnu) : 0;
-	return s;
-}
-
 static void patch(uintptr_t at, uintptr_t to)
 {
 	unsigned char code[PATCH] = {0xff, 0x25};
@@ -248,10 +195,10 @@ static bool housekeeping(long nr)
 /* redirectable says whether symbol i of libc is a wrapper's default
    version, long enough to patch, inside libc's code; its redirect's
    index, or -1. */
-static long redirectable(const struct symbols *s, size_t i, uintptr_t bias)
+static long redirectable(const struct symbols *s, size_t i)
 {
 	const ElfW(Sym) *sym = &s->sym[i];
-	uintptr_t at = bias + sym->st_value;
+	uintptr_t at = s->bias + sym->st_value;
 	if (ELF64_ST_TYPE(sym->st_info) != STT_FUNC || sym->st_shndx == SHN_UNDEF || sym->st_size < PATCH)
 		return -1;
 	if (s->versym != NULL && (s->versym[i] & 0x8000))
@@ -277,8 +224,8 @@ void gate_redirect(const struct object *libc)
 		if (name == NULL)
 			break;
 		long offset = stub_offset(name);
-		void *own = offset >= 0 ? dlsym(RTLD_DEFAULT, name) : NULL;
-		syscell_redirect_table[k] = (struct redirect){offset, (uintptr_t)own};
+		uintptr_t own = offset >= 0 ? stub_runtime(name) : 0;
+		syscell_redirect_table[k] = (struct redirect){offset, own};
 		if (wrapper_nr(name) == __NR_mmap)
 			syscell_redirect_mmap = k;
 	}
@@ -287,11 +234,11 @@ void gate_redirect(const struct object *libc)
 	   make go to the supervisor. */
 	if (mprotect((void *)text.start, text.end - text.start, PROT_READ | PROT_WRITE) != 0)
 		return;
-	struct symbols s = symbols(libc->map);
+	struct symbols s = symbols_of(libc->map);
 	for (size_t i = 0; i < s.count; i++) {
-		long k = redirectable(&s, i, libc->map->l_addr);
+		long k = redirectable(&s, i);
 		if (k >= 0)
-			patch(libc->map->l_addr + s.sym[i].st_value, (uintptr_t)syscell_redirects + k * STRIDE);
+			patch(s.bias + s.sym[i].st_value, (uintptr_t)syscell_redirects + k * STRIDE);
 	}
 	if (mprotect((void *)text.start, text.end - text.start, PROT_READ | PROT_EXEC) != 0)
 		die("make libc's code executable again: %s", strerror(errno));

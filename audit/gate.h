@@ -14,8 +14,8 @@
 
 /* Redirects, one per wrapper of wrappers.def at most. */
 #define NREDIRECTS 256
-/* struct redirect: the stub's offset in a slot, and the auditor's own
-   libc function of the same name. */
+/* struct redirect: the stub's offset in a slot, and the runtime's own
+   copy of the stub (runtime_stubs.S). */
 #define REDIRECT_OFFSET 0
 #define REDIRECT_FALLBACK 8
 

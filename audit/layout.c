@@ -67,7 +67,7 @@ void layout_send(void)
 		}
 	}
 	/* The loader calls into this library on behalf of whoever loads an
-	   object: its calls, and its libc's, are the runtime's. */
+	   object: its calls are the runtime's. */
 	object_auditor_code(runtime_range);
 	channel_printf("sites %zx\n", stub_sites());
 	channel_printf("epoch %lx\n", (unsigned long)window_epoch());

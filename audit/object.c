@@ -13,7 +13,6 @@
  * write to relocate it (text relocations, which x86_64 objects have only
  * when built without -fPIC) fails to load.
  */
-#include <dlfcn.h>
 #include <elf.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -156,6 +155,34 @@ static bool is_vdso(const ElfW(Phdr) *ph)
 	return vdso != 0 && (uintptr_t)ph >= vdso && (uintptr_t)ph < vdso + PAGE;
 }
 
+/* elf_phdrs returns the program headers of the object whose ELF header
+   is mapped at base, and their number, or 0 where base holds none. */
+static int elf_phdrs(uintptr_t base, const ElfW(Phdr) **ph)
+{
+	const ElfW(Ehdr) *eh = (const void *)base;
+	if (base == 0 || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0)
+		return 0;
+	*ph = (const void *)(base + eh->e_phoff);
+	return eh->e_phnum;
+}
+
+/* phdrs returns map's program headers, as dlinfo's RTLD_DI_PHDR would:
+   the executable's are where the kernel says (AT_PHDR), unless the
+   kernel started the loader itself (no AT_BASE), which then loaded the
+   executable as it loads any other object; every other object's follow
+   the ELF header its first segment maps at its load address. */
+static int phdrs(const struct link_map *map, bool executable, const ElfW(Phdr) **ph)
+{
+	if (executable && getauxval(AT_BASE) != 0) {
+		*ph = (const void *)getauxval(AT_PHDR);
+		return getauxval(AT_PHNUM);
+	}
+	int n = elf_phdrs(map->l_addr, ph);
+	if (n == 0)
+		die("%s: no ELF header at its load address %#lx", map->l_name, (unsigned long)map->l_addr);
+	return n;
+}
+
 /* seal_code seals o's code and, the first time, that of this library's
    namespace, which the loader has loaded before it reports any object. */
 static void seal_code(const struct object *o)
@@ -176,10 +203,10 @@ struct object *object_identify(struct link_map *map, Lmid_t lmid, bool stat_file
 	if (count == MAX_OBJECTS)
 		die("more than %d objects", MAX_OBJECTS);
 	struct object *o = &objects[count++];
-	const ElfW(Phdr) *ph;
-	int nph = dlinfo(map, RTLD_DI_PHDR, &ph);
 	const char *so = "";
 	bool executable = lmid == LM_ID_BASE && map->l_prev == NULL;
+	const ElfW(Phdr) *ph;
+	int nph = phdrs(map, executable, &ph);
 	bool vdso = is_vdso(ph);
 
 	o->map = map;
@@ -219,22 +246,21 @@ struct object *object_identify(struct link_map *map, Lmid_t lmid, bool stat_file
 	return o;
 }
 
-static int auditor_code(struct dl_phdr_info *info, size_t size, void *data)
-{
-	(void)size;
-	void (*fn)(struct range) = *(void (**)(struct range))data;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
-			continue;
-		uintptr_t start = info->dlpi_addr + ph->p_vaddr;
-		fn((struct range){start & ~(PAGE - 1), align_up(start + ph->p_memsz, PAGE)});
-	}
-	return 0;
-}
+/* This library's ELF header, where the linker puts __ehdr_start. */
+extern const ElfW(Ehdr) __ehdr_start;
 
 void object_auditor_code(void (*fn)(struct range))
 {
-	/* dl_iterate_phdr lists its caller's namespace: this library's. */
-	dl_iterate_phdr(auditor_code, &fn);
+	/* The namespace holds this library alone: the loader, in every
+	   namespace, is also an object of the program's, which la_objopen
+	   reports (and seals) next after the executable. */
+	uintptr_t base = (uintptr_t)&__ehdr_start;
+	const ElfW(Phdr) *ph;
+	int n = elf_phdrs(base, &ph);
+	for (int i = 0; i < n; i++) {
+		if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X))
+			continue;
+		uintptr_t start = base + ph[i].p_vaddr;
+		fn((struct range){start & ~(PAGE - 1), align_up(start + ph[i].p_memsz, PAGE)});
+	}
 }

@@ -83,8 +83,8 @@ EXPORT uintptr_t la_symbind64(Elf64_Sym *sym, unsigned ndx, uintptr_t *refcook, 
 {
 	(void)ndx;
 	(void)flags;
-	/* Lookups this library makes itself (dlsym) come from an object the
-	   loader does not audit, whose cookie is null. */
+	/* Objects the loader does not audit (this library's namespace's)
+	   have a null cookie. */
 	const struct object *ref = (const void *)*refcook, *def = (const void *)*defcook;
 	uintptr_t target = sym->st_value;
 	if (ref != NULL && def != NULL && def->wrappers && ref->slot >= 0) {

@@ -13,9 +13,23 @@
  * nr from a slot only at site nr (package compartment), so a stub
  * borrowed by a jump past its "mov $nr, %eax" can make no other call than
  * its own, as OpenBSD's pinsyscalls pins each call site to its number.
+ *
+ * The file is assembled twice: here, as the window's block, and by
+ * runtime_stubs.S, with RUNTIME defined, as the runtime's own copy of the
+ * stubs, which the redirects of libc's wrappers fall back to (gate.S):
+ * the same calls, made in this library's code, which the supervisor
+ * attributes by unwinding. That copy's pointers lie in the library's
+ * data, and its stubs have CFI (the window's copies have none: no
+ * unwinder reads this library's CFI for them).
  */
 #include <asm/unistd_64.h>
 #include "stubs.h"
+
+#ifdef RUNTIME
+#define PREFIX syscell_runtime_
+#else
+#define PREFIX syscell_
+#endif
 
 #define AT_FDCWD_32 0xffffff9c
 #define AT_SYMLINK_NOFOLLOW 0x100
@@ -26,11 +40,19 @@
 #define EBADF 9
 #define PTHREAD_CANCEL_ASYNCHRONOUS 1
 
+#ifdef RUNTIME
+	.data
+	.p2align 3
+	.globl syscell_runtime_stub_pointers
+	.hidden syscell_runtime_stub_pointers
+syscell_runtime_stub_pointers:
+#else
 	.section .text.syscell_stubs,"ax",@progbits
 	.p2align 6
 	.globl syscell_stub_block
 	.hidden syscell_stub_block
 syscell_stub_block:
+#endif
 .Lfailed:
 	.quad 0
 .Lsingle:
@@ -39,6 +61,9 @@ syscell_stub_block:
 	.quad 0
 .Lempty:
 	.byte 0
+#ifdef RUNTIME
+	.text
+#endif
 
 /* The call, once the arguments are in the kernel's registers. A
    cancellation point in a multi-threaded process switches to asynchronous
@@ -64,6 +89,7 @@ syscell_stub_block:
 	push %rsi
 	push %rdi
 	sub $8, %rsp
+	.cfi_adjust_cfa_offset 56
 	mov $PTHREAD_CANCEL_ASYNCHRONOUS, %edi
 	mov %rsp, %rsi
 	call *.Lcanceltype(%rip)
@@ -81,6 +107,7 @@ syscell_stub_block:
 	call *.Lcanceltype(%rip)
 	mov 8(%rsp), %rax
 	add $56, %rsp
+	.cfi_adjust_cfa_offset -56
 	cmp $-4095, %rax
 	jae .Lfail
 	ret
@@ -89,10 +116,11 @@ syscell_stub_block:
 
 .macro begin sym
 	.p2align 4
-	.globl syscell_stub_\sym
-	.hidden syscell_stub_\sym
-	.type syscell_stub_\sym, @function
-syscell_stub_\sym:
+	.globl PREFIX\()stub_\sym
+	.hidden PREFIX\()stub_\sym
+	.type PREFIX\()stub_\sym, @function
+PREFIX\()stub_\sym:
+	.cfi_startproc
 .endm
 
 /* f(): a call glibc's wrapper never sees fail (getpid and its kind),
@@ -279,8 +307,11 @@ syscell_stub_\sym:
 	cmp $33, %edi
 	je 4f
 	push %rbx
+	.cfi_adjust_cfa_offset 8
+	.cfi_rel_offset rbx, 0
 	mov %rdx, %rbx
 	sub $64, %rsp
+	.cfi_adjust_cfa_offset 64
 	xor %edx, %edx
 	test %rbx, %rbx
 	jz 1f
@@ -319,7 +350,10 @@ syscell_stub_\sym:
 	mov 48(%rsp), %rcx
 	mov %rcx, SA_RESTORER_FIELD(%rbx)
 3:	add $64, %rsp
+	.cfi_adjust_cfa_offset -64
 	pop %rbx
+	.cfi_adjust_cfa_offset -8
+	.cfi_restore rbx
 	cmp $-4095, %rax
 	jae .Lfail
 	ret
@@ -334,6 +368,7 @@ syscell_stub_\sym:
 .macro stub_sigprocmask sym, nr, cancel
 	begin \sym
 	sub $24, %rsp
+	.cfi_adjust_cfa_offset 24
 	test %rsi, %rsi
 	jz 1f
 	mov (%rsi), %rax
@@ -345,6 +380,7 @@ syscell_stub_\sym:
 	mov $\nr, %eax
 	call .Lsites + \nr * SITE_STRIDE
 	add $24, %rsp
+	.cfi_adjust_cfa_offset -24
 	cmp $-4095, %rax
 	jae .Lfail
 	ret
@@ -376,7 +412,7 @@ syscell_stub_\sym:
 	ret
 .endm
 
-#define W(sym, kind, nr, cancel) stub_##kind sym, nr, cancel;
+#define W(sym, kind, nr, cancel) stub_##kind sym, nr, cancel; .cfi_endproc;
 #define A(alias, sym)
 #include "wrappers.def"
 
@@ -392,23 +428,31 @@ syscell_stub_\sym:
    reached through a pointer, which returns -1 to the stub's caller. */
 	.p2align 4
 .Lfail:
+	.cfi_startproc
 	mov %rax, %rdi
 	jmp *.Lfailed(%rip)
+	.cfi_endproc
 
 /* The sites: "syscall; ret; int3" for every number below SITES_COUNT. */
 	.p2align 4
+#ifndef RUNTIME
 	.globl syscell_stub_sites
 	.hidden syscell_stub_sites
 syscell_stub_sites:
+#endif
 .Lsites:
+	.cfi_startproc
 	.rept SITES_COUNT
 	syscall
 	ret
 	int3
 	.endr
+	.cfi_endproc
 
+#ifndef RUNTIME
 	.globl syscell_stub_block_end
 	.hidden syscell_stub_block_end
 syscell_stub_block_end:
+#endif
 
 	.section .note.GNU-stack,"",@progbits

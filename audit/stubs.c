@@ -1,12 +1,12 @@
 /* The wrappers of wrappers.def, by name, and where their stubs lie. */
 #include <asm/unistd_64.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "audit.h"
 
 extern const char syscell_stub_block[], syscell_stub_block_end[], syscell_stub_sites[];
-#define W(sym, kind, nr, cancel) extern const char syscell_stub_##sym[];
+extern char syscell_runtime_stub_pointers[];
+#define W(sym, kind, nr, cancel) extern const char syscell_stub_##sym[], syscell_runtime_stub_##sym[];
 #define A(alias, sym)
 #include "wrappers.def"
 #undef W
@@ -21,12 +21,13 @@ struct wrapper {
 	const char *name;
 	int nr;
 	const char *stub;
+	const char *runtime;	/* the runtime's own copy of the stub */
 	long offset;	/* filled by stubs_init: -1 when not redirected */
 };
 
 static struct wrapper wrappers[] = {
-#define W(sym, kind, nr, cancel) {#sym, nr, syscell_stub_##sym, 0},
-#define A(alias, sym) {#alias, ALIAS, syscell_stub_##sym, 0},
+#define W(sym, kind, nr, cancel) {#sym, nr, syscell_stub_##sym, syscell_runtime_stub_##sym, 0},
+#define A(alias, sym) {#alias, ALIAS, syscell_stub_##sym, syscell_runtime_stub_##sym, 0},
 #include "wrappers.def"
 #undef W
 #undef A
@@ -57,9 +58,9 @@ static int nr_of(const char *stub)
 	return ALIAS;
 }
 
-static int by_name(const void *a, const void *b)
+static int by_name(const struct wrapper *a, const struct wrapper *b)
 {
-	return strcmp(((const struct wrapper *)a)->name, ((const struct wrapper *)b)->name);
+	return strcmp(a->name, b->name);
 }
 
 /* sift_down restores the heap property below root, for heap_sort. */
@@ -76,10 +77,10 @@ static void sift_down(size_t root, size_t n)
 	}
 }
 
-/* heap_sort sorts wrappers by name in place. Not qsort: glibc's takes
-   a buffer for a table this size, and first asks the kernel how much
-   memory the machine has (sysinfo), a call every exec'd image would
-   otherwise send to the supervisor before its filter knows it. */
+/* heap_sort sorts wrappers by name in place (the runtime has no qsort:
+   glibc's took a buffer for a table this size, and first asked the
+   kernel how much memory the machine has, a call every exec'd image
+   sent to the supervisor). */
 static void heap_sort(void)
 {
 	for (size_t i = NWRAPPERS / 2; i-- > 0;)
@@ -104,10 +105,27 @@ void stubs_init(void)
 	heap_sort();
 }
 
+/* find returns the wrapper named name, or NULL, once stubs_init has
+   sorted them. */
+static const struct wrapper *find(const char *name)
+{
+	size_t low = 0, high = NWRAPPERS;
+	while (low < high) {
+		size_t mid = low + (high - low) / 2;
+		int c = strcmp(name, wrappers[mid].name);
+		if (c == 0)
+			return &wrappers[mid];
+		if (c < 0)
+			high = mid;
+		else
+			low = mid + 1;
+	}
+	return NULL;
+}
+
 long wrapper_nr(const char *name)
 {
-	struct wrapper key = {.name = name};
-	const struct wrapper *w = bsearch(&key, wrappers, NWRAPPERS, sizeof *wrappers, by_name);
+	const struct wrapper *w = find(name);
 	if (w == NULL)
 		return -1;
 	int nr = nr_of(w->stub);
@@ -116,15 +134,24 @@ long wrapper_nr(const char *name)
 
 long stub_offset(const char *name)
 {
-	struct wrapper key = {.name = name};
-	const struct wrapper *w = bsearch(&key, wrappers, NWRAPPERS, sizeof *wrappers, by_name);
+	const struct wrapper *w = find(name);
 	return w ? w->offset : -1;
+}
+
+uintptr_t stub_runtime(const char *name)
+{
+	const struct wrapper *w = find(name);
+	return w ? (uintptr_t)w->runtime : 0;
+}
+
+void *stub_runtime_pointers(void)
+{
+	return syscell_runtime_stub_pointers;
 }
 
 long stub_index(const char *name)
 {
-	struct wrapper key = {.name = name};
-	const struct wrapper *w = bsearch(&key, wrappers, NWRAPPERS, sizeof *wrappers, by_name);
+	const struct wrapper *w = find(name);
 	return w != NULL && w->offset >= 0 ? w - wrappers : -1;
 }
 

@@ -6,7 +6,6 @@
  * The epoch page after it tells the supervisor when the loader changed
  * the process's objects.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -84,6 +83,9 @@ void window_reserve(void)
 		memcpy(slot + STUB_SINGLE, &single, sizeof single);
 	}
 	protect_window(PROT_READ | PROT_EXEC);
+	char *runtime = stub_runtime_pointers();
+	memcpy(runtime + STUB_FAILED, &failed, sizeof failed);
+	memcpy(runtime + STUB_SINGLE, &single, sizeof single);
 	epoch = map_fixed(config.window + window_size(), PAGE, "epoch page");
 	/* The kernel's random bytes for this image, which need no call. */
 	memcpy(&epoch->cookie, (const void *)getauxval(AT_RANDOM), sizeof epoch->cookie);
@@ -106,11 +108,27 @@ void window_program(struct link_map *executable)
 	program = executable;
 }
 
+/* lookup finds name in the program's global scope, as dlsym on the
+   executable's link map does: the first of its objects, in load order,
+   that defines the symbol's default version. Until the first consistent
+   state, when it is called, the namespace's objects are those the
+   program started with, its global scope. */
+static void *lookup(const char *name)
+{
+	for (const struct link_map *m = program; m != NULL; m = m->l_next) {
+		struct symbols s = symbols_of(m);
+		uintptr_t at = symbols_lookup(&s, name);
+		if (at != 0)
+			return (void *)at;
+	}
+	return NULL;
+}
+
 long syscell_stub_failed(long negative_errno)
 {
 	/* A stub fails before window_finish when the loader runs program code. */
 	if (errno_location == NULL && program != NULL)
-		errno_location = dlsym(program, "__errno_location");
+		errno_location = lookup("__errno_location");
 	if (errno_location == NULL)
 		die("a system call failed before the program's errno was known");
 	*errno_location() = -negative_errno;
@@ -119,7 +137,7 @@ long syscell_stub_failed(long negative_errno)
 
 static void *program_symbol(const char *name)
 {
-	void *p = dlsym(program, name);
+	void *p = lookup(name);
 	if (p == NULL)
 		die("the program has no %s", name);
 	return p;
@@ -138,6 +156,9 @@ void window_finish(void)
 		memcpy(slot + STUB_CANCELTYPE, &canceltype, sizeof canceltype);
 	}
 	protect_window(PROT_READ | PROT_EXEC);
+	char *runtime = stub_runtime_pointers();
+	memcpy(runtime + STUB_SINGLE, &single, sizeof single);
+	memcpy(runtime + STUB_CANCELTYPE, &canceltype, sizeof canceltype);
 	window_seal((struct range){config.window, config.window + window_size()});
 }
 

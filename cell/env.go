@@ -20,10 +20,10 @@ const (
 	inheritEnv  = "SYSCELL_CELL"
 	tunablesEnv = "GLIBC_TUNABLES"
 	// staticTLS is the surplus of static TLS the loader reserves for
-	// objects loaded later. The audit library's own libc takes some of
-	// glibc's default 512 bytes, and programs that load objects with
-	// initial-exec TLS (redis-server did) then fail with "cannot allocate
-	// memory in static TLS block".
+	// objects loaded later. The audit library's initial-exec TLS (its
+	// gates' entries) takes some of glibc's default, and programs that
+	// load objects with initial-exec TLS (redis-server did) then fail
+	// with "cannot allocate memory in static TLS block".
 	staticTLSTunable = "glibc.rtld.optional_static_tls"
 	staticTLS        = 4096
 )

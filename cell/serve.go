@@ -217,13 +217,18 @@ func checkGlibc(root, library string) error {
 	return nil
 }
 
-// versionNeeds are the symbol versions library needs, by object.
+// versionNeeds are the symbol versions library needs, by object: none
+// where it has no table of them, as the audit library, which needs no
+// library (audit/rt.h), has not.
 func versionNeeds(library string) ([]elf.DynamicVersionNeed, error) {
 	f, err := elf.Open(library)
 	if err != nil {
 		return nil, fmt.Errorf("cell: the audit library: %w", err)
 	}
 	defer f.Close()
+	if f.SectionByType(elf.SHT_GNU_VERNEED) == nil {
+		return nil, nil
+	}
 	needs, err := f.DynamicVersionNeeds()
 	if err != nil {
 		return nil, fmt.Errorf("cell: the audit library %s: %w", library, err)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -122,11 +123,13 @@ func TestCheckProgram(t *testing.T) {
 }
 
 // TestCheckGlibc checks that a root's glibc can load the audit library:
-// this machine's can (the library is built against it); a root without
-// glibc's loader cannot, nor one whose libc lacks a version the library
-// needs.
+// this machine's can; a root without glibc's loader cannot; and a
+// library that needs libc's symbol versions (the audit library needs
+// none, but would, linked with libc) cannot be loaded where libc lacks
+// one, while the audit library can.
 func TestCheckGlibc(t *testing.T) {
-	library := filepath.Join(t.TempDir(), LibraryName)
+	dir := t.TempDir()
+	library := filepath.Join(dir, LibraryName)
 	if diag, err := BuildLibrary("../audit", library, "gcc"); err != nil || diag != "" {
 		t.Skipf("SKIPPED: cannot build the audit library: %v\n%s", err, diag)
 	}
@@ -140,7 +143,19 @@ func TestCheckGlibc(t *testing.T) {
 	}
 	// A libc of another library's versions: the loader's own.
 	old := makeRoot(t, map[string]string{"lib64/ld-linux-x86-64.so.2": glibcLoader, "lib/x86_64-linux-gnu/libc.so.6": glibcLoader}, nil)
-	if err := checkGlibc(old, library); !errors.Is(err, ErrNotAuditable) || !strings.Contains(err.Error(), "lacks GLIBC_2.") {
+	if err := checkGlibc(old, library); err != nil {
+		t.Errorf("the audit library, which needs no libc, under a libc without its versions: %v", err)
+	}
+	// stat is GLIBC_2.33's, which the loader does not define.
+	versioned := filepath.Join(dir, "libversioned.so")
+	src := filepath.Join(dir, "versioned.c")
+	if err := os.WriteFile(src, []byte("#include <sys/stat.h>\nint exists(const char *p) { struct stat st; return stat(p, &st) == 0; }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("gcc", "-shared", "-fPIC", "-o", versioned, src).CombinedOutput(); err != nil {
+		t.Fatalf("build a library linked with libc: %v\n%s", err, out)
+	}
+	if err := checkGlibc(old, versioned); !errors.Is(err, ErrNotAuditable) || !strings.Contains(err.Error(), "lacks GLIBC_2.") {
 		t.Errorf("a libc without the versions the library needs: %v", err)
 	}
 }
