@@ -11,6 +11,7 @@
 // span's records go to retain.c.
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -46,20 +47,15 @@ static int released(const struct hd_region *r, int64_t b)
 	return b >= 0 && b < (int64_t)HD_BLOCKS && atomic_load(&r->blocks[b].released);
 }
 
-// hd_block_protnone maps PROT_NONE over block b of region r: its page
-// tables go, its addresses stay reserved and fault. 0 if it cannot.
-int hd_block_protnone(struct hd_region *r, uint32_t b)
-{
-	return mmap(r->base + (uintptr_t)b * HD_BLOCK, HD_BLOCK, PROT_NONE,
-		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) != MAP_FAILED;
-}
-
 // release replaces block b, every page of it dead, by PROT_NONE; 0 if it
 // cannot (the block keeps its guard markers, which fault all the same).
 static int release(struct hd_region *r, uint32_t b)
 {
 	int delta = 1 - released(r, (int64_t)b - 1) - released(r, (int64_t)b + 1);
-	if (islands + delta > MAX_ISLANDS || !hd_block_protnone(r, b))
+	if (islands + delta > MAX_ISLANDS)
+		return 0;
+	if (mmap(r->base + (uintptr_t)b * HD_BLOCK, HD_BLOCK, PROT_NONE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
 		return 0;
 	islands += delta;
 	atomic_store(&r->blocks[b].released, 1);
@@ -69,8 +65,7 @@ static int release(struct hd_region *r, uint32_t b)
 }
 
 // count_span_pages adds dead pages of the small region to their spans; a
-// span whose pages are all dead has its records retained and gives its
-// group back for a next span.
+// span whose pages are all dead has its records retained.
 static void count_span_pages(uintptr_t off, size_t pages)
 {
 	while (pages) {
@@ -78,10 +73,8 @@ static void count_span_pages(uintptr_t off, size_t pages)
 		size_t n = HD_SPAN_PAGES - off % HD_SPAN / HG_PAGE;
 		if (n > pages)
 			n = pages;
-		if (atomic_fetch_add(&s->dead, (uint8_t)n) + n == HD_SPAN_PAGES) {
+		if (atomic_fetch_add(&s->dead, (uint8_t)n) + n == HD_SPAN_PAGES)
 			hd_retain_span((uint32_t)(off / HD_SPAN));
-			hd_span_dead(off & ~(HD_SPAN - 1));
-		}
 		off += n * HG_PAGE;
 		pages -= n;
 	}
@@ -153,61 +146,18 @@ static int advise_all(const struct iovec *iov, int n, size_t bytes, int advice)
 	return done == (long)bytes;
 }
 
-// revoke_all revokes scattered dead ranges, releasing the frames of those
-// marked in frees (MADV_REMOVE: small-region pages whose span lives on;
-// the others are private pages, which MADV_DONTNEED frees, or frames kept
-// for their group's next span). One MADV_GUARD_INSTALL per range flushes
-// the TLB once per range (an IPI to every CPU running one of the program's
-// threads); emptying them all first with one call of each kind flushes
-// once or twice, after which installing the markers on empty pages flushes
-// nothing: 2 to 5 times cheaper (heapguard/README.md). Where
+// revoke_all revokes scattered dead ranges. One MADV_GUARD_INSTALL per
+// range flushes the TLB once per range (an IPI to every CPU running one of
+// the program's threads); freeing them all first with one MADV_DONTNEED
+// call flushes once, after which installing the markers on empty pages
+// flushes nothing: 2 to 5 times cheaper (heapguard/README.md). Where
 // process_madvise cannot, ranges are revoked one by one.
-static void revoke_all(const struct iovec *iov, int n, size_t bytes, const uint8_t *frees)
+static void revoke_all(const struct iovec *iov, int n, size_t bytes)
 {
-	struct iovec part[2][2 * HD_BATCH_RANGES];
-	int count[2] = {0, 0};
-	size_t len[2] = {0, 0};
-	for (int i = 0; i < n; i++) {
-		part[frees[i]][count[frees[i]]++] = iov[i];
-		len[frees[i]] += iov[i].iov_len;
-	}
-	if (n > 1 && (!count[0] || advise_all(part[0], count[0], len[0], MADV_DONTNEED)) &&
-	    (!count[1] || advise_all(part[1], count[1], len[1], MADV_REMOVE)) &&
-	    advise_all(iov, n, bytes, HG_MADV_GUARD_INSTALL))
+	if (n > 1 && advise_all(iov, n, bytes, MADV_DONTNEED) && advise_all(iov, n, bytes, HG_MADV_GUARD_INSTALL))
 		return;
-	for (int i = 0; i < n; i++) {
-		if (frees[i])
-			madvise(iov[i].iov_base, iov[i].iov_len, MADV_REMOVE);
+	for (int i = 0; i < n; i++)
 		hg_revoke(iov[i].iov_base, iov[i].iov_len);
-	}
-}
-
-// unit: how many pages from off (of left) are revoked as one piece: those
-// in off's block, and in the small region, in off's span.
-static size_t unit(const struct hd_region *r, uintptr_t off, size_t left)
-{
-	if (r != &hd.small)
-		return piece(off, left);
-	size_t n = HD_SPAN_PAGES - off % HD_SPAN / HG_PAGE;
-	return n < left ? n : left;
-}
-
-// mark_frees sets frees[i] for the small-region pieces whose span has
-// pages alive after this batch: their frames are released at once, as a
-// private page would be. A span that dies in the batch keeps its frames
-// for its group's next span (hd_span_dead). Pieces are in address order.
-static void mark_frees(const struct range *piece_of, int pieces, uint8_t *frees)
-{
-	for (int i = 0, j; i < pieces; i = j) {
-		uintptr_t span = piece_of[i].off / HD_SPAN;
-		size_t dying = 0;
-		for (j = i; j < pieces && piece_of[j].r == piece_of[i].r && piece_of[j].off / HD_SPAN == span; j++)
-			dying += piece_of[j].pages;
-		int frees_span = piece_of[i].r == &hd.small &&
-				 atomic_load(&hd.spans[span].dead) + dying < HD_SPAN_PAGES;
-		for (int k = i; k < j; k++)
-			frees[k] = (uint8_t)frees_span;
-	}
 }
 
 static int before(const struct range *a, const struct range *b)
@@ -246,7 +196,7 @@ static void revoke_ranges(struct range *m, int n)
 	size_t bytes = 0;
 	for (int i = 0; i < n; i++)
 		for (uintptr_t off = m[i].off, left = m[i].pages, k; left; off += k * HG_PAGE, left -= k) {
-			k = unit(m[i].r, off, left);
+			k = piece(off, left);
 			if (release_piece(m[i].r, off, k))
 				continue;
 			if (pieces == 2 * HD_BATCH_RANGES) {	// a long range whose blocks stay
@@ -258,11 +208,8 @@ static void revoke_ranges(struct range *m, int n)
 			iov[pieces++] = (struct iovec){m[i].r->base + off, k * HG_PAGE};
 			bytes += k * HG_PAGE;
 		}
-	uint8_t frees[2 * HD_BATCH_RANGES];
-	if (pieces) {
-		mark_frees(piece_of, pieces, frees);
-		revoke_all(iov, pieces, bytes, frees);
-	}
+	if (pieces)
+		revoke_all(iov, pieces, bytes);
 	for (int i = 0; i < pieces; i++)
 		count_dead(piece_of[i].r, piece_of[i].off, piece_of[i].pages);
 }
@@ -297,4 +244,25 @@ void hd_never_used(struct hd_region *r, uintptr_t off, size_t pages)
 	hg_lock();
 	count_dead(r, off, pages);
 	hg_unlock();
+}
+
+static void before_fork(void)
+{
+	hg_lock();
+}
+
+static void after_fork(void)
+{
+	hg_unlock();
+}
+
+static void in_child(void)
+{
+	hg_lock_reset();
+}
+
+// The deferred heap is private memory: fork copies it, markers included.
+void hd_install_fork_handlers(void)
+{
+	pthread_atfork(before_fork, after_fork, in_child);
 }

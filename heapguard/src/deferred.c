@@ -46,6 +46,7 @@ int hd_start(void)
 {
 	for (int c = 0; c < HD_CLASSES; c++)
 		class_magic[c] = ((1ULL << 32) / class_size[c]) + 1;
+	hd.small.base = reserve(HD_REGION);
 	hd.large.base = reserve(HD_REGION);
 	hd.small.blocks = reserve(HD_BLOCKS * sizeof(struct hd_block));
 	hd.large.blocks = reserve(HD_BLOCKS * sizeof(struct hd_block));
@@ -53,7 +54,7 @@ int hd_start(void)
 	hd.small_rec = reserve(HD_BLOCKS * HD_REC_BLOCK);
 	hd.rec_users = reserve(HD_BLOCKS * HD_REC_BLOCK / HG_PAGE);
 	hd.large_rec = reserve(HD_REGION / HG_PAGE * sizeof(struct hd_large_rec));
-	return hd_frames_start() == 0 && hd.large.base && hd.small.blocks && hd.large.blocks && hd.spans &&
+	return hd.small.base && hd.large.base && hd.small.blocks && hd.large.blocks && hd.spans &&
 			       hd.small_rec && hd.rec_users && hd.large_rec
 		       ? 0
 		       : -1;
@@ -105,8 +106,8 @@ static void slots_per_page(unsigned size, unsigned first, unsigned last, uint16_
 // new_span hands the thread a fresh span for class cls.
 static int new_span(struct class_cache *cc, int cls)
 {
-	uintptr_t off = hd_span_take();
-	if (off == HD_REGION) {
+	uintptr_t off = atomic_fetch_add(&hd.small.top, HD_SPAN);
+	if (off + HD_SPAN > HD_REGION) {
 		hg_fallback("the deferred heap's small-object address space is exhausted");
 		return 0;
 	}
@@ -123,15 +124,9 @@ static int new_span(struct class_cache *cc, int cls)
 		empty += counts[p] == 0;
 	}
 	atomic_store_explicit(&s->cls, (uint8_t)(cls + 1), memory_order_release);
-	// Pages past the last slot (large classes) are dead from the start. A
-	// read fault maps the span's frames that are in the file (fault-around),
-	// and a reused group's are: marked now, before any fault, they cost no
-	// flush.
-	if (empty) {
-		uintptr_t tail = off + (HD_SPAN_PAGES - empty) * HG_PAGE;
-		hg_revoke(hd.small.base + tail, empty * HG_PAGE);
-		hd_never_used(&hd.small, tail, empty);
-	}
+	// Pages past the last slot (large classes) are dead from the start.
+	if (empty)
+		hd_never_used(&hd.small, off + (HD_SPAN_PAGES - empty) * HG_PAGE, empty);
 	cc->next = hd.small.base + off;
 	cc->ready = cc->next;
 	cc->end = cc->next + slots * size;
@@ -143,10 +138,9 @@ static int new_span(struct class_cache *cc, int cls)
 	return 1;
 }
 
-// Populating ahead. A page costs a fault each, where MADV_POPULATE_READ
-// maps many with one call: a reused group's frames, already in the file,
-// for about 0.4 us a page. A read maps shared memory writable (shmem needs
-// no write notification); a write fault would map a page at a time. A class whose slots cross page after page,
+// Populating ahead. A fresh page costs a fault, 2.8 us on this VM, where
+// MADV_POPULATE_WRITE costs 1.4-1.6 us a page over many
+// (bench/heapguard/primitives). A class whose slots cross page after page,
 // with no other class of the thread crossing one in between, populates the
 // pages it will reach next with one call, twice as many each time
 // (AHEAD_MAX at most, within its span); other classes fault as before. A
@@ -211,7 +205,7 @@ static void cross(struct class_cache *cc, int cls)
 		to = limit;
 	if (cc->ahead && to > need) {
 		make_room(cls, (size_t)(to - need) / HG_PAGE);
-		madvise(cc->ready, (size_t)(to - cc->ready), MADV_POPULATE_READ);
+		madvise(cc->ready, (size_t)(to - cc->ready), MADV_POPULATE_WRITE);
 	}
 	cc->ready = to;
 }
@@ -230,15 +224,19 @@ static void *small_alloc(int cls, size_t size, uint32_t trace)
 }
 
 // pages_lose takes counts[p] slots off each page of the span at off; the
-// pages left with none are dead. Those no slot was handed out from are
-// revoked too: a fault-around may have mapped their frames, which the
-// group's next span reuses.
-static void pages_lose(uintptr_t off, const uint16_t counts[HD_SPAN_PAGES])
+// pages left with none are dead. untouched: pages from which no slot was
+// handed out, which no pointer can reach and need no revocation.
+static void pages_lose(uintptr_t off, const uint16_t counts[HD_SPAN_PAGES], unsigned untouched_from)
 {
 	struct hd_span *s = &hd.spans[off / HD_SPAN];
-	for (unsigned p = 0; p < HD_SPAN_PAGES; p++)
-		if (counts[p] && atomic_fetch_sub(&s->live[p], counts[p]) == counts[p])
+	for (unsigned p = 0; p < HD_SPAN_PAGES; p++) {
+		if (!counts[p] || atomic_fetch_sub(&s->live[p], counts[p]) != counts[p])
+			continue;
+		if (p >= untouched_from)
+			hd_never_used(&hd.small, off + p * HG_PAGE, 1);
+		else
 			hd_dead(&hd.small, off + p * HG_PAGE, 1);
+	}
 }
 
 // While the process has one thread, nothing can race a free: glibc's
@@ -352,7 +350,8 @@ void hd_thread_exit(void *unused)
 		uint16_t counts[HD_SPAN_PAGES];
 		slots_per_page(size, in / size, (unsigned)(HD_SPAN / size), counts);
 		cc->next = cc->end;
-		pages_lose(off, counts);
+		// Pages populated ahead are revoked like dead ones, which frees them.
+		pages_lose(off, counts, (unsigned)((uintptr_t)(cc->ready - hd.small.base) - off) / HG_PAGE);
 	}
 	cache.registered = 0;
 }

@@ -32,22 +32,21 @@ static int copy_range(int from, int to, off_t off, off_t len)
 	return 0;
 }
 
-// hg_copy_file makes to a copy of the first end bytes of from, a file of
-// size bytes, data extents only: released frames stay holes in the copy.
-// Both modes' heap files are copied so at fork.
-int hg_copy_file(int from, int to, off_t end, off_t size)
+// copy_heap copies the frames in use, data extents only: released frames
+// stay holes in the copy.
+static int copy_heap(int to)
 {
-	off_t off = 0;
-	if (ftruncate(to, size) != 0)
+	off_t end = (off_t)hg.frame_top * HG_PAGE, off = 0;
+	if (ftruncate(to, HG_FILE) != 0)
 		return -1;
 	while (off < end) {
-		off_t data = lseek(from, off, SEEK_DATA);
+		off_t data = lseek(hg.memfd, off, SEEK_DATA);
 		if (data < 0 || data >= end)
 			return 0;
-		off_t hole = lseek(from, data, SEEK_HOLE);
+		off_t hole = lseek(hg.memfd, data, SEEK_HOLE);
 		if (hole < 0 || hole > end)
 			hole = end;
-		if (copy_range(from, to, data, hole - data) != 0)
+		if (copy_range(hg.memfd, to, data, hole - data) != 0)
 			return -1;
 		off = hole;
 	}
@@ -60,7 +59,7 @@ static void before_fork(void)
 	if (hg.memfd < 0)
 		return;
 	copy_fd = memfd_create("heapguard", MFD_CLOEXEC);
-	if (copy_fd >= 0 && hg_copy_file(hg.memfd, copy_fd, (off_t)hg.frame_top * HG_PAGE, HG_FILE) != 0) {
+	if (copy_fd >= 0 && copy_heap(copy_fd) != 0) {
 		close(copy_fd);
 		copy_fd = -1;
 	}

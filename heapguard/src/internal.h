@@ -6,7 +6,6 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/types.h>
 
 #define HG_PAGE 4096UL
 // What one page-table page maps.
@@ -196,15 +195,11 @@ void hg_say(const char *msg);
 
 // fork.c
 void hg_install_fork_handlers(void);
-int hg_copy_file(int from, int to, off_t end, off_t size);
 
 // Deferred mode. Small objects (up to HD_SMALL_MAX bytes, 36 classes) are
 // carved, each class in address order, from 64 KiB spans that threads take
 // from one region; larger ones take fresh pages of another. Neither region
-// ever hands an address out twice. The small region is HD_WINDOWS windows
-// of one memfd of HD_FILE bytes (frames.c): a span is a group of the file
-// (HD_SPAN bytes) seen through one window, and a group whose span is dead
-// serves again in the next window: the same frames at new addresses. A page whose objects are all freed is
+// ever hands an address out twice. A page whose objects are all freed is
 // dead: it waits in a batch (at most HD_BATCH_BYTES, HD_BATCH_RANGES
 // ranges), which is revoked at once when full. Both regions are accounted
 // in 2 MiB blocks; a block whose pages are all dead is replaced by a
@@ -218,14 +213,6 @@ int hg_copy_file(int from, int to, off_t end, off_t size);
 #define HD_BLOCK_PAGES (HD_BLOCK / HG_PAGE)
 #define HD_REGION (16UL << 40)
 #define HD_BLOCKS (HD_REGION / HD_BLOCK)
-#define HD_WINDOWS 16U
-#define HD_FILE (HD_REGION / HD_WINDOWS)
-#define HD_GROUPS (HD_FILE / HD_SPAN)
-// Dead groups keep their frames, ready for their next span, while they
-// hold at most 1/HD_WARM_SHARE of the live heap (at least HD_WARM_MIN
-// bytes); beyond, their frames are released.
-#define HD_WARM_SHARE 8
-#define HD_WARM_MIN (1UL << 20)
 #define HD_SMALL_MAX 16384UL
 #define HD_CLASSES 36
 // A block's small records: 8 bytes for each of at most HD_BLOCK / 16 objects.
@@ -277,15 +264,7 @@ struct hd_state {
 	atomic_uint_least64_t *small_rec;	// HD_REC_BLOCK bytes per small block
 	uint8_t *rec_users;			// per page of small_rec (batch.c)
 	struct hd_large_rec *large_rec;		// by page of the large region
-	int memfd;				// the small region's frames
-	atomic_uint windows;			// windows mapped (the lock)
-	uint32_t groups_top;			// groups of the file used so far (the lock)
-	uint8_t *group_win;			// per group: its span's window, | HD_GROUP_DEAD
-	uint32_t *group_next;			// free lists' links
-	uint32_t warm, cold;			// free lists' heads + 1 (0: empty)
-	uint32_t warm_n;
 };
-#define HD_GROUP_DEAD 0x80
 
 extern struct hd_state hd;
 
@@ -319,12 +298,6 @@ size_t hd_large_usable(const void *p, void *frame);
 int hd_large_grow(void *p, size_t size);
 int hd_large_find(uintptr_t a, struct hg_found *f);
 
-// frames.c
-int hd_frames_start(void);
-uintptr_t hd_span_take(void);
-void hd_span_dead(uintptr_t off);
-void hd_install_fork_handlers(void);
-
 // retain.c
 uint32_t hd_records_for(uintptr_t off, unsigned slots);
 void hd_retain_span(uint32_t i);
@@ -334,6 +307,6 @@ void hd_retain_block(uint32_t b);
 void hd_dead(struct hd_region *r, uintptr_t off, size_t pages);
 void hd_dead_now(struct hd_region *r, uintptr_t off, size_t pages);
 void hd_never_used(struct hd_region *r, uintptr_t off, size_t pages);
-int hd_block_protnone(struct hd_region *r, uint32_t b);
+void hd_install_fork_handlers(void);
 
 #endif
