@@ -50,7 +50,7 @@ fi
 for w in binary_trees larson bignum; do
 	gcc -O2 -pthread -o "$work/$w" "$here/workloads/$w.c"
 done
-gcc -O2 -pthread -o "$work/primitives" "$here/primitives.c" "$here/kvm_exit.c"
+gcc -O2 -pthread -o "$work/primitives" "$here/primitives.c" "$here/kvm_exit.c" "$here/move.c"
 source "$here/cgroup.sh"
 
 [[ ${#only[@]} -gt 0 ]] || { "$work/primitives"; echo; }

@@ -334,6 +334,75 @@ int uaf_batched(void)
 	return 0;
 }
 
+// heir makes and frees up to n objects of 4,000 bytes, each filled with
+// 'a' as alloc_site fills them, until one holds a freed object's bytes
+// before it is written: that one is returned, kept.
+static char *heir(int n)
+{
+	for (int i = 0; i < n; i++) {
+		// volatile: a store just before free is otherwise dropped.
+		char *volatile q = malloc(4000);
+		if (q[100] == 'a' && q[3999] == 'a')
+			return q;
+		memset(q, 'a', 4000);
+		free(q);
+	}
+	return NULL;
+}
+
+// Deferred mode moves a dead page's memory, bytes and all, to a span not
+// yet handed out (src/recycle.c): a new object finds a freed object's
+// bytes (no fresh page would: the kernel zeroes those), and the freed
+// object's address faults.
+int uaf_recycled(void)
+{
+	char *p = alloc_site(4000);
+	free_site(p);
+	if (heir(64))
+		fprintf(stderr, "uaf_recycled: a new object holds a freed object's bytes\n");
+	use_freed(p + 100, 0);
+	return 0;
+}
+
+// A forked child moves its own dead pages (through a userfaultfd of its
+// own: the kernel refuses moves through its parent's, and of pages another
+// process may map), and the parent's objects, its own pages since it wrote
+// them, keep their bytes (else exit status 6).
+int recycle_fork(void)
+{
+	enum { N = 64 };
+	char *objs[N];
+	free(heir(N));
+	for (int i = 0; i < N; i++)
+		objs[i] = alloc_site(4000);
+	int go[2];
+	if (pipe(go))
+		return 3;
+	pid_t child = fork();
+	if (child == 0) {
+		char c;
+		if (read(go[0], &c, 1) != 1)
+			_exit(4);
+		for (int i = 0; i < N; i++)
+			free(objs[i]);
+		if (heir(4 * N))
+			fprintf(stderr, "recycle_fork: a new object of the child holds a freed object's bytes\n");
+		_exit(0);
+	}
+	for (int i = 0; i < N; i++)
+		memset(objs[i], 'P', 4000);
+	int status;
+	if (write(go[1], "x", 1) != 1 || waitpid(child, &status, 0) != child || !WIFEXITED(status))
+		return 5;
+	for (int i = 0; i < N; i++)
+		for (int k = 0; k < 4000; k++)
+			if (objs[i][k] != 'P') {
+				fprintf(stderr, "recycle_fork: object %d lost its bytes\n", i);
+				return 6;
+			}
+	return WEXITSTATUS(status);
+}
+
 // A large object is revoked when freed, in either mode.
 int uaf_large_eager(void)
 {
@@ -406,6 +475,8 @@ static const struct {
 	{"uaf_fork_released", uaf_fork_released},
 	{"uaf_batched", uaf_batched},
 	{"uaf_large_eager", uaf_large_eager},
+	{"uaf_recycled", uaf_recycled},
+	{"recycle_fork", recycle_fork},
 	{"clean", clean},
 };
 
