@@ -175,19 +175,35 @@ int uaf_memalign(void)
 	return 0;
 }
 
+// fork_held forks a child that goes on only once the parent writes to
+// *go: the child's pid in the parent, 0 in the child, -1 on failure.
+static pid_t fork_held(int *go)
+{
+	int p[2];
+	if (pipe(p))
+		return -1;
+	pid_t child = fork();
+	if (child == 0) {
+		char c;
+		if (read(p[0], &c, 1) != 1)
+			_exit(4);
+	}
+	*go = p[1];
+	return child;
+}
+
 // The child must fault on the parent's freed object and must not see the
 // parent's writes made after fork.
 int uaf_fork(void)
 {
 	char *keep = alloc_site(32), *gone = alloc_site(32);
 	free_site(gone);
-	int go[2];
-	if (pipe(go))
+	int go;
+	pid_t child = fork_held(&go);
+	if (child < 0)
 		return 3;
-	pid_t child = fork();
 	if (child == 0) {
-		char c;
-		if (read(go[0], &c, 1) != 1 || keep[0] != 'a')
+		if (keep[0] != 'a')
 			_exit(4);
 		char *fresh = alloc_site(32);
 		free_site(fresh);
@@ -195,7 +211,7 @@ int uaf_fork(void)
 		_exit(5);
 	}
 	keep[0] = 'P';
-	if (write(go[1], "x", 1) != 1)
+	if (write(go, "x", 1) != 1)
 		return 3;
 	int status;
 	waitpid(child, &status, 0);
@@ -375,14 +391,11 @@ int recycle_fork(void)
 	free(heir(N));
 	for (int i = 0; i < N; i++)
 		objs[i] = alloc_site(4000);
-	int go[2];
-	if (pipe(go))
+	int go;
+	pid_t child = fork_held(&go);
+	if (child < 0)
 		return 3;
-	pid_t child = fork();
 	if (child == 0) {
-		char c;
-		if (read(go[0], &c, 1) != 1)
-			_exit(4);
 		for (int i = 0; i < N; i++)
 			free(objs[i]);
 		if (heir(4 * N))
@@ -392,7 +405,7 @@ int recycle_fork(void)
 	for (int i = 0; i < N; i++)
 		memset(objs[i], 'P', 4000);
 	int status;
-	if (write(go[1], "x", 1) != 1 || waitpid(child, &status, 0) != child || !WIFEXITED(status))
+	if (write(go, "x", 1) != 1 || waitpid(child, &status, 0) != child || !WIFEXITED(status))
 		return 5;
 	for (int i = 0; i < N; i++)
 		for (int k = 0; k < 4000; k++)
