@@ -4,9 +4,10 @@
 // address, nothing is copied or zeroed) to the front of the span that will
 // be handed out next, which no pointer has ever reached; then the old
 // addresses are marked to fault as before. The next span starts with those
-// pages mapped: a page moved and used again costs 1.5 us here, where one
+// pages mapped: a page moved and used again costs 1.4 us here, where one
 // freed and then faulted or populated afresh costs 2.2 us
-// (heapguard/README.md). At most one span's pages wait to be handed out.
+// (bench/heapguard/primitives, heapguard/README.md). At most one span's
+// pages wait to be handed out.
 //
 // Only while the process has one thread: a move flushes the TLB once per
 // range, and with threads running on other CPUs each flush is an IPI
