@@ -151,6 +151,8 @@ func TestCases(t *testing.T) {
 		{"uaf_fork_released", released, &released},
 		{"uaf_batched", uafAt("read of", "100 bytes into a 4000-byte object"), ptr(uafAt("read of", "100 bytes into a 4000-byte object"))},
 		{"uaf_large_eager", uafAt("write to", "150000 bytes into a 200000-byte object"), ptr(uafAt("write to", "150000 bytes into a 200000-byte object"))},
+		{"uaf_recycled", uafAt("read of", "100 bytes into a 4000-byte object"), ptr(outcome{syscall.SIGSEGV, []string{"a new object holds a freed object's bytes", "heapguard: use-after-free: read of", "100 bytes into a 4000-byte object", "allocated at:", "in alloc_site", "freed at:", "in free_site"}, 1})},
+		{"recycle_fork", outcome{}, &outcome{report: []string{"a new object of the child holds a freed object's bytes"}}},
 	}
 	for _, tc := range tests {
 		t.Run(strict+"/"+tc.name, func(t *testing.T) {
@@ -214,23 +216,25 @@ func TestWithoutGuard(t *testing.T) {
 // TestDeferredBound: under threads and fork, a page whose objects are all
 // freed faults once the batch's bound in bytes (HD_BATCH_BYTES, read from
 // the source) of other memory has died after it, also when process_madvise
-// is refused (the guard falls back to a call a range); glibc's malloc
-// fails the same program, and so does the guard checked against half the
-// bound.
+// is refused (the guard falls back to a call a range), and in a process of
+// one thread, whose dead pages move to new addresses (src/recycle.c);
+// glibc's malloc fails the same program, and so does the guard checked
+// against half the bound.
 func TestDeferredBound(t *testing.T) {
 	b := build(t)
 	bound := batchBytes(t)
-	for _, args := range [][]string{{"4", strconv.Itoa(bound)}, {"4", strconv.Itoa(bound), "deny"}} {
+	for _, args := range [][]string{{"4", strconv.Itoa(bound)}, {"4", strconv.Itoa(bound), "deny"}, {"0", strconv.Itoa(bound)}} {
 		if sig, status, out := run(t, b, deferred, b.bound, args...); sig != 0 || status != 0 {
 			t.Errorf("deferred, bound %v: signal %v, exit status %d; want 0:\n%s", args, sig, status, out)
 		}
 	}
 	for _, c := range []struct {
-		mode  string
-		bound int
-	}{{none, bound}, {deferred, bound / 2}} {
-		if sig, status, _ := run(t, b, c.mode, b.bound, "4", strconv.Itoa(c.bound)); sig != 0 || status != 1 {
-			t.Errorf("mode %q, bound %d: signal %v, exit status %d; want 1 (a page still readable)", c.mode, c.bound, sig, status)
+		mode    string
+		bound   int
+		threads string
+	}{{none, bound, "4"}, {deferred, bound / 2, "4"}, {deferred, bound / 2, "0"}} {
+		if sig, status, _ := run(t, b, c.mode, b.bound, c.threads, strconv.Itoa(c.bound)); sig != 0 || status != 1 {
+			t.Errorf("mode %q, %s threads, bound %d: signal %v, exit status %d; want 1 (a page still readable)", c.mode, c.threads, c.bound, sig, status)
 		}
 	}
 }

@@ -20,14 +20,25 @@ cgroup_new() {
 	echo "$dir"
 }
 
-# cgroup_run DIR CMD...: runs CMD inside DIR (or plainly if DIR is empty).
+# cgroup_run DIR [OUTSIDE... --] CMD...: runs CMD inside DIR (or plainly if
+# DIR is empty), under OUTSIDE if given, a command that stays outside DIR
+# (a CPU-time counter, whose memory is not the run's).
 cgroup_run() {
-	local dir=$1
+	local dir=$1 outside=() a
 	shift
-	if [[ -n $dir ]]; then
-		bash -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$dir" "$@"
+	for a; do
+		[[ $a != -- ]] || break
+		outside+=("$a")
+	done
+	if [[ ${a:-} == -- ]]; then
+		shift $((${#outside[@]} + 1))
 	else
-		"$@"
+		outside=()
+	fi
+	if [[ -n $dir ]]; then
+		"${outside[@]}" bash -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$dir" "$@"
+	else
+		"${outside[@]}" "$@"
 	fi
 }
 

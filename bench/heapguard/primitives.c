@@ -27,6 +27,7 @@
 #define PAGE 4096UL
 
 double kvm_exit_ns(void);
+double dead_page_ns(size_t pages, int move);
 #define ROUNDS 5
 
 static size_t pages = 20000;
@@ -273,9 +274,15 @@ static double with_spinner(double (*m)(void))
 	return r;
 }
 
+// Deferred mode's dead pages, freed and replaced or moved (move.c).
+static double m_dead_freed(void) { return dead_page_ns(pages, 0); }
+static double m_dead_moved(void) { return dead_page_ns(pages, 1); }
+
 static double m_guard_shared_2threads(void) { return with_spinner(m_guard_shared); }
 static double m_guard_anon_2threads(void) { return with_spinner(m_guard_anon); }
 static double m_batch16_anon_2threads(void) { return with_spinner(m_batch16_anon); }
+static double m_dead_freed_2threads(void) { return with_spinner(m_dead_freed); }
+static double m_dead_moved_2threads(void) { return with_spinner(m_dead_moved); }
 
 static int cmp(const void *a, const void *b)
 {
@@ -321,6 +328,10 @@ int main(int argc, char **argv)
 	row("MADV_GUARD_INSTALL, one page, private anon, 2nd thread running", m_guard_anon_2threads);
 	row("process_madvise DONTNEED then GUARD_INSTALL, 16 pages/call, private anon", m_batch16_anon);
 	row("the same, 2nd thread running", m_batch16_anon_2threads);
+	row("dead page freed in a batch of 16, fresh page populated for the next span", m_dead_freed);
+	row("dead page moved to the next span (UFFDIO_MOVE), old page marked", m_dead_moved);
+	row("dead page freed and replaced, 2nd thread running", m_dead_freed_2threads);
+	row("dead page moved, 2nd thread running", m_dead_moved_2threads);
 	row("alias mmap + touch + munmap (Oscar)", m_alias_mmap_munmap);
 	row("mprotect(PROT_NONE) one page (splits VMA)", m_mprotect_split);
 	row("KVM_RUN round trip (Dune-like syscall cost)", kvm_exit_ns);

@@ -50,7 +50,7 @@ fi
 for w in binary_trees larson bignum; do
 	gcc -O2 -pthread -o "$work/$w" "$here/workloads/$w.c"
 done
-gcc -O2 -pthread -o "$work/primitives" "$here/primitives.c" "$here/kvm_exit.c"
+gcc -O2 -pthread -o "$work/primitives" "$here/primitives.c" "$here/kvm_exit.c" "$here/move.c"
 source "$here/cgroup.sh"
 
 [[ ${#only[@]} -gt 0 ]] || { "$work/primitives"; echo; }
@@ -79,9 +79,26 @@ fi
 source "$here/configs.sh"
 configs_define "$work/guard.so"
 
+# CPU time of a run's processes: perf's task-clock where perf works (to the
+# nanosecond: binary-trees and larson take 10 to 40 ms), else
+# /usr/bin/time's user + system time (10 ms ticks).
+cpu_clock=()
+if perf stat -x, -e task-clock -o /dev/null true 2>/dev/null; then
+	cpu_clock=(perf stat -x, -e task-clock -o "$work/cpu" --)
+fi
+
+# cpu_seconds USER SYS: the last run's CPU time.
+cpu_seconds() {
+	if [[ ${#cpu_clock[@]} -gt 0 ]]; then
+		awk -F, '$3 == "task-clock" { printf "%.6f\n", $1 / 1000 }' "$work/cpu"
+	else
+		echo "$1 + $2" | bc
+	fi
+}
+
 # measure CONFIG NAME: one run; appends "seconds rss_kb peak_kb reports rps
 # cpu_seconds" (rps: redis-benchmark's geomean requests/s, or - for other
-# workloads; cpu: user + system time of the run's processes). Other jobs
+# workloads; cpu: the CPU time of the run's processes). Other jobs
 # share this machine (a redis on the same port, say): a run that fails is
 # made again, twice at most.
 measure() {
@@ -99,7 +116,7 @@ measure_once() {
 	cg=$(cgroup_new) || cg=
 	rm -f "$work/redis.csv"
 	start=$(date +%s.%N)
-	if ! REDIS_CSV=$work/redis.csv BENCH_ENV="${envs[$config]}" cgroup_run "$cg" /usr/bin/time -f '%M %U %S' -o "$work/rss" \
+	if ! REDIS_CSV=$work/redis.csv BENCH_ENV="${envs[$config]}" cgroup_run "$cg" "${cpu_clock[@]}" /usr/bin/time -f '%M %U %S' -o "$work/rss" \
 		bash -c "[ -z \"\$BENCH_ENV\" ] || export \$BENCH_ENV; ${cmds[$name]}" >/dev/null 2>"$work/stderr"; then
 		cgroup_remove "$cg"
 		return 1
@@ -108,7 +125,7 @@ measure_once() {
 	reports=$(grep -c '== heapguard: ' "$work/stderr" || true)
 	[[ ! -s $work/redis.csv ]] || rps=$(python3 "$here/table.py" rps "$work/redis.csv")
 	read -r rss user sys < <(tail -1 "$work/rss")
-	echo "$(echo "$end - $start" | bc) $rss $(cgroup_peak_kb "$cg") $reports $rps $(echo "$user + $sys" | bc)" >>"$work/$config-$name"
+	echo "$(echo "$end - $start" | bc) $rss $(cgroup_peak_kb "$cg") $reports $rps $(cpu_seconds "$user" "$sys")" >>"$work/$config-$name"
 	cgroup_remove "$cg"
 }
 

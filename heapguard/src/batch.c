@@ -119,9 +119,8 @@ static int release_piece(struct hd_region *r, uintptr_t off, size_t pages)
 static int self_fd = -1;
 static pid_t self_pid;
 
-static int self(void)
+static int self(pid_t pid)
 {
-	pid_t pid = getpid();
 	if (self_fd >= 0 && self_pid != pid) {
 		close(self_fd);
 		self_fd = -1;
@@ -137,9 +136,9 @@ static int self(void)
 // that denies it); not asked again.
 static int refused;
 
-static int advise_all(const struct iovec *iov, int n, size_t bytes, int advice)
+static int advise_all(const struct iovec *iov, int n, size_t bytes, int advice, pid_t pid)
 {
-	if (refused || self() < 0)
+	if (refused || self(pid) < 0)
 		return 0;
 	long done = syscall(SYS_process_madvise, self_fd, iov, (size_t)n, advice, 0);
 	refused = done < 0 && (errno == ENOSYS || errno == EPERM || errno == EINVAL);
@@ -152,9 +151,10 @@ static int advise_all(const struct iovec *iov, int n, size_t bytes, int advice)
 // call flushes once, after which installing the markers on empty pages
 // flushes nothing: 2 to 5 times cheaper (heapguard/README.md). Where
 // process_madvise cannot, ranges are revoked one by one.
-static void revoke_all(const struct iovec *iov, int n, size_t bytes)
+static void revoke_all(const struct iovec *iov, int n, size_t bytes, pid_t pid)
 {
-	if (n > 1 && advise_all(iov, n, bytes, MADV_DONTNEED) && advise_all(iov, n, bytes, HG_MADV_GUARD_INSTALL))
+	if (n > 1 && advise_all(iov, n, bytes, MADV_DONTNEED, pid) &&
+	    advise_all(iov, n, bytes, HG_MADV_GUARD_INSTALL, pid))
 		return;
 	for (int i = 0; i < n; i++)
 		hg_revoke(iov[i].iov_base, iov[i].iov_len);
@@ -190,6 +190,7 @@ static int merge(struct range *m, int n)
 static void revoke_ranges(struct range *m, int n)
 {
 	n = merge(m, n);
+	pid_t pid = getpid();
 	struct iovec iov[2 * HD_BATCH_RANGES];
 	struct range piece_of[2 * HD_BATCH_RANGES];
 	int pieces = 0;
@@ -204,12 +205,14 @@ static void revoke_ranges(struct range *m, int n)
 				count_dead(m[i].r, off, k);
 				continue;
 			}
+			if (m[i].r == &hd.small)
+				hd_recycle(off, k, pid);
 			piece_of[pieces] = (struct range){m[i].r, off, k};
 			iov[pieces++] = (struct iovec){m[i].r->base + off, k * HG_PAGE};
 			bytes += k * HG_PAGE;
 		}
 	if (pieces)
-		revoke_all(iov, pieces, bytes);
+		revoke_all(iov, pieces, bytes, pid);
 	for (int i = 0; i < pieces; i++)
 		count_dead(piece_of[i].r, piece_of[i].off, piece_of[i].pages);
 }

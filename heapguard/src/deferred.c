@@ -103,10 +103,12 @@ static void slots_per_page(unsigned size, unsigned first, unsigned last, uint16_
 	}
 }
 
-// new_span hands the thread a fresh span for class cls.
+// new_span hands the thread a new span for class cls (its first pages
+// perhaps mapped already: recycle.c).
 static int new_span(struct class_cache *cc, int cls)
 {
-	uintptr_t off = atomic_fetch_add(&hd.small.top, HD_SPAN);
+	unsigned filled;
+	uintptr_t off = hd_next_span(&filled);
 	if (off + HD_SPAN > HD_REGION) {
 		hg_fallback("the deferred heap's small-object address space is exhausted");
 		return 0;
@@ -124,11 +126,15 @@ static int new_span(struct class_cache *cc, int cls)
 		empty += counts[p] == 0;
 	}
 	atomic_store_explicit(&s->cls, (uint8_t)(cls + 1), memory_order_release);
-	// Pages past the last slot (large classes) are dead from the start.
-	if (empty)
-		hd_never_used(&hd.small, off + (HD_SPAN_PAGES - empty) * HG_PAGE, empty);
+	// Pages past the last slot (large classes) are dead from the start;
+	// those mapped already are revoked (and recycled).
+	unsigned tail = HD_SPAN_PAGES - empty, mapped = filled > tail ? filled : tail;
+	if (mapped > tail)
+		hd_dead(&hd.small, off + tail * HG_PAGE, mapped - tail);
+	if (mapped < HD_SPAN_PAGES)
+		hd_never_used(&hd.small, off + mapped * HG_PAGE, HD_SPAN_PAGES - mapped);
 	cc->next = hd.small.base + off;
-	cc->ready = cc->next;
+	cc->ready = cc->next + (size_t)filled * HG_PAGE;
 	cc->end = cc->next + slots * size;
 	cc->rec = records(s, off);
 	if (!cache.registered) {

@@ -51,6 +51,8 @@ void hg_fallback(const char *why)
 // page too.
 void *hg_reserve(size_t len, int prot)
 {
+	// Whole pages: munmap refuses to trim from an address inside a page.
+	len = (len + HG_PAGE - 1) & ~(HG_PAGE - 1);
 	char *p = mmap(NULL, len + HG_PMD, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;

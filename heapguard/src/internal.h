@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define HG_PAGE 4096UL
 // What one page-table page maps.
@@ -308,5 +309,9 @@ void hd_dead(struct hd_region *r, uintptr_t off, size_t pages);
 void hd_dead_now(struct hd_region *r, uintptr_t off, size_t pages);
 void hd_never_used(struct hd_region *r, uintptr_t off, size_t pages);
 void hd_install_fork_handlers(void);
+
+// recycle.c
+void hd_recycle(uintptr_t off, size_t pages, pid_t pid);
+uintptr_t hd_next_span(unsigned *filled);
 
 #endif

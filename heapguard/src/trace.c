@@ -158,6 +158,23 @@ static inline __attribute__((always_inline)) uint32_t intern(const uintptr_t *pc
 	return DEPOT_TRACES;
 }
 
+// A thread's memo of recent traces, by their first frame: a trace found
+// there costs the walk and a comparison with the memo entry, whose address
+// is known after the first load, where the depot needs the whole walk
+// hashed, then its index slot, then the trace (loads each waiting for the
+// last: most of a lookup's time).
+#define MEMO 64
+struct memo {
+	uintptr_t pc[HG_TRACE_DEPTH];
+	uint32_t id;
+};
+static __thread struct memo memo[MEMO] __attribute__((tls_model("initial-exec")));
+
+static inline __attribute__((always_inline)) struct memo *memo_of(uintptr_t pc0)
+{
+	return &memo[(pc0 ^ pc0 >> 6) % MEMO];
+}
+
 // walk records depth frames from frame (see hg_trace_here). Inlined once
 // per mode's depth, so that the loop and the comparison have a constant
 // bound: a malloc and free pair 1-2 ns cheaper in deferred mode.
@@ -167,6 +184,7 @@ static inline __attribute__((always_inline)) uint32_t walk(void *frame, int dept
 	uintptr_t fp = (uintptr_t)frame, lo = (uintptr_t)__builtin_frame_address(0);
 	uintptr_t hi = stack_top(lo);
 	pc[0] = ((uintptr_t *)fp)[1];
+	struct memo *m = memo_of(pc[0]);
 	uint64_t h = pc[0] * position[0];
 	for (int i = 1; i < depth && hi; i++) {
 		uintptr_t next = ((uintptr_t *)fp)[0];
@@ -176,7 +194,14 @@ static inline __attribute__((always_inline)) uint32_t walk(void *frame, int dept
 		pc[i] = ((uintptr_t *)fp)[1];
 		h += pc[i] * position[i];
 	}
-	return intern(pc, mix(h), depth);
+	if (memcmp(m->pc, pc, (size_t)depth * sizeof *pc) == 0)
+		return m->id;
+	uint32_t id = intern(pc, mix(h), depth);
+	if (id != DEPOT_TRACES) {
+		memcpy(m->pc, pc, (size_t)depth * sizeof *pc);
+		m->id = id;
+	}
+	return id;
 }
 
 // hg_trace_here records the stack from frame, the frame of the allocator's

@@ -4,6 +4,10 @@
 //
 //   bound THREADS BOUND [deny]
 //
+// THREADS 0: the main thread does the rounds of thread 0 alone, so that
+// the guard's single-threaded paths (plain stores, moved pages) are the
+// ones checked.
+//
 // With deny, a seccomp filter first makes process_madvise fail (EPERM), so
 // that the guard's fallback, one revocation call a range, is what is
 // checked.
@@ -171,6 +175,8 @@ int main(int argc, char **argv)
 	}
 	int threads = atoi(argv[1]);
 	bound = (size_t)atol(argv[2]);
+	if (threads == 0)
+		thread(0);
 	pthread_t t[64];
 	for (int i = 0; i < threads && i < 64; i++)
 		pthread_create(&t[i], NULL, thread, (void *)(uintptr_t)i);

@@ -175,19 +175,35 @@ int uaf_memalign(void)
 	return 0;
 }
 
+// fork_held forks a child that goes on only once the parent writes to
+// *go: the child's pid in the parent, 0 in the child, -1 on failure.
+static pid_t fork_held(int *go)
+{
+	int p[2];
+	if (pipe(p))
+		return -1;
+	pid_t child = fork();
+	if (child == 0) {
+		char c;
+		if (read(p[0], &c, 1) != 1)
+			_exit(4);
+	}
+	*go = p[1];
+	return child;
+}
+
 // The child must fault on the parent's freed object and must not see the
 // parent's writes made after fork.
 int uaf_fork(void)
 {
 	char *keep = alloc_site(32), *gone = alloc_site(32);
 	free_site(gone);
-	int go[2];
-	if (pipe(go))
+	int go;
+	pid_t child = fork_held(&go);
+	if (child < 0)
 		return 3;
-	pid_t child = fork();
 	if (child == 0) {
-		char c;
-		if (read(go[0], &c, 1) != 1 || keep[0] != 'a')
+		if (keep[0] != 'a')
 			_exit(4);
 		char *fresh = alloc_site(32);
 		free_site(fresh);
@@ -195,7 +211,7 @@ int uaf_fork(void)
 		_exit(5);
 	}
 	keep[0] = 'P';
-	if (write(go[1], "x", 1) != 1)
+	if (write(go, "x", 1) != 1)
 		return 3;
 	int status;
 	waitpid(child, &status, 0);
@@ -334,6 +350,72 @@ int uaf_batched(void)
 	return 0;
 }
 
+// heir makes and frees up to n objects of 4,000 bytes, each filled with
+// 'a' as alloc_site fills them, until one holds a freed object's bytes
+// before it is written: that one is returned, kept.
+static char *heir(int n)
+{
+	for (int i = 0; i < n; i++) {
+		// volatile: a store just before free is otherwise dropped.
+		char *volatile q = malloc(4000);
+		if (q[100] == 'a' && q[3999] == 'a')
+			return q;
+		memset(q, 'a', 4000);
+		free(q);
+	}
+	return NULL;
+}
+
+// Deferred mode moves a dead page's memory, bytes and all, to a span not
+// yet handed out (src/recycle.c): a new object finds a freed object's
+// bytes (no fresh page would: the kernel zeroes those), and the freed
+// object's address faults.
+int uaf_recycled(void)
+{
+	char *p = alloc_site(4000);
+	free_site(p);
+	if (heir(64))
+		fprintf(stderr, "uaf_recycled: a new object holds a freed object's bytes\n");
+	use_freed(p + 100, 0);
+	return 0;
+}
+
+// A forked child moves its own dead pages (through a userfaultfd of its
+// own: the kernel refuses moves through its parent's, and of pages another
+// process may map), and the parent's objects, its own pages since it wrote
+// them, keep their bytes (else exit status 6).
+int recycle_fork(void)
+{
+	enum { N = 64 };
+	char *objs[N];
+	free(heir(N));
+	for (int i = 0; i < N; i++)
+		objs[i] = alloc_site(4000);
+	int go;
+	pid_t child = fork_held(&go);
+	if (child < 0)
+		return 3;
+	if (child == 0) {
+		for (int i = 0; i < N; i++)
+			free(objs[i]);
+		if (heir(4 * N))
+			fprintf(stderr, "recycle_fork: a new object of the child holds a freed object's bytes\n");
+		_exit(0);
+	}
+	for (int i = 0; i < N; i++)
+		memset(objs[i], 'P', 4000);
+	int status;
+	if (write(go, "x", 1) != 1 || waitpid(child, &status, 0) != child || !WIFEXITED(status))
+		return 5;
+	for (int i = 0; i < N; i++)
+		for (int k = 0; k < 4000; k++)
+			if (objs[i][k] != 'P') {
+				fprintf(stderr, "recycle_fork: object %d lost its bytes\n", i);
+				return 6;
+			}
+	return WEXITSTATUS(status);
+}
+
 // A large object is revoked when freed, in either mode.
 int uaf_large_eager(void)
 {
@@ -406,6 +488,8 @@ static const struct {
 	{"uaf_fork_released", uaf_fork_released},
 	{"uaf_batched", uaf_batched},
 	{"uaf_large_eager", uaf_large_eager},
+	{"uaf_recycled", uaf_recycled},
+	{"recycle_fork", recycle_fork},
 	{"clean", clean},
 };
 

@@ -90,7 +90,7 @@ fi
 for w in binary_trees larson bignum; do
 	gcc -O2 -pthread -o "$work/$w" "$here/workloads/$w.c"
 done
-gcc -O2 -pthread -o "$work/primitives" "$here/primitives.c" "$here/kvm_exit.c"
+gcc -O2 -pthread -o "$work/primitives" "$here/primitives.c" "$here/kvm_exit.c" "$here/move.c"
 gcc -O2 -Wall -shared -fPIC -o "$work/count.so" "$floor/count.c" -ldl
 gcc -O2 -Wall -o "$work/revoke" "$floor/revoke.c"
 gcc -O2 -Wall -o "$work/cputime" "$floor/cputime.c"
