@@ -194,7 +194,9 @@ static bool housekeeping(long nr)
 
 /* redirectable says whether symbol i of libc is a wrapper's default
    version, long enough to patch, inside libc's code; its redirect's
-   index, or -1. */
+   index, or -1. vfork's is not: a redirect's fallback calls the wrapper
+   from a frame of its own, which the child's calls would overwrite
+   before the parent returns through it. */
 static long redirectable(const struct symbols *s, size_t i)
 {
 	const ElfW(Sym) *sym = &s->sym[i];
@@ -207,7 +209,8 @@ static long redirectable(const struct symbols *s, size_t i)
 		return -1;
 	const char *name = s->str + sym->st_name;
 	long k = stub_index(name);
-	if (k < 0 || k >= NREDIRECTS || syscell_redirect_table[k].fallback == 0 || housekeeping(wrapper_nr(name)))
+	long nr = wrapper_nr(name);
+	if (k < 0 || k >= NREDIRECTS || syscell_redirect_table[k].fallback == 0 || housekeeping(nr) || nr == __NR_vfork)
 		return -1;
 	return k;
 }

@@ -386,6 +386,25 @@ PREFIX\()stub_\sym:
 	ret
 .endm
 
+/* vfork(): the child runs on its parent's stack until it executes or
+   exits, so nothing the parent needs after the call may lie on the stack
+   below its caller's frame, where the child's calls write: the caller's
+   return address is kept in %rsi and the way back to the stub in %rdi,
+   each task's registers its own, and vfork's site pushes %rdi once the
+   call returns, in the parent and in the child (glibc's vfork keeps its
+   return address in %rdi alike). */
+.macro stub_vfork sym, nr, cancel
+	begin \sym
+	pop %rsi
+	lea 1f(%rip), %rdi
+	mov $\nr, %eax
+	jmp .Lsites + \nr * SITE_STRIDE
+1:	push %rsi
+	cmp $-4095, %rax
+	jae .Lfail
+	ret
+.endm
+
 /* syscall(nr, a, b, c, d, e, f): any call, the sixth argument from the
    stack, exactly as glibc's syscall(), made at its number's site. A
    number without a site (from SITES_COUNT up: another ABI's, or none)
@@ -433,7 +452,8 @@ PREFIX\()stub_\sym:
 	jmp *.Lfailed(%rip)
 	.cfi_endproc
 
-/* The sites: "syscall; ret; int3" for every number below SITES_COUNT. */
+/* The sites: "syscall; ret; int3" for every number below SITES_COUNT,
+   but vfork's, "syscall; push %rdi; ret" (stub_vfork says why). */
 	.p2align 4
 #ifndef RUNTIME
 	.globl syscell_stub_sites
@@ -442,10 +462,17 @@ syscell_stub_sites:
 #endif
 .Lsites:
 	.cfi_startproc
+	.set site, 0
 	.rept SITES_COUNT
 	syscall
+	.if site == __NR_vfork
+	push %rdi
+	ret
+	.else
 	ret
 	int3
+	.endif
+	.set site, site + 1
 	.endr
 	.cfi_endproc
 
