@@ -147,17 +147,18 @@ func TestMergePhasesDiffer(t *testing.T) {
 }
 
 // TestServingThreadCalls: a policy's serving set is what its compartment
-// called while serving, and, for the runtime, the calls a thread makes to
-// start and end itself wherever they were recorded (a thread started
-// while starting may make them after its process serves).
+// called while serving, the call a thread names itself with, and, for
+// the runtime, the calls a thread makes to start and end itself,
+// wherever they were recorded (a thread started while starting may make
+// them after its process serves).
 func TestServingThreadCalls(t *testing.T) {
-	calls := map[string]uint64{"rseq": 2, "set_robust_list": 2, "mmap": 5, "rt_sigprocmask": 1}
+	calls := map[string]uint64{"rseq": 2, "set_robust_list": 2, "mmap": 5, "rt_sigprocmask": 1, "prctl": 1}
 	for _, tc := range []struct {
 		name string
 		want []string
 	}{
-		{RuntimeName, []string{"epoll_wait", "rseq", "rt_sigprocmask", "set_robust_list"}},
-		{"/usr/bin/prog", []string{"epoll_wait"}},
+		{RuntimeName, []string{"epoll_wait", "prctl", "rseq", "rt_sigprocmask", "set_robust_list"}},
+		{"/usr/lib/libjemalloc.so.2", []string{"epoll_wait", "prctl"}},
 	} {
 		rec := &Recording{ServingFrom: []string{"epoll_wait"}, Compartments: []*Compartment{
 			{Name: tc.name, Calls: calls, Serving: map[string]uint64{"epoll_wait": 1}}}}

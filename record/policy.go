@@ -161,16 +161,24 @@ func sysoCalls(owner string, calls map[string]uint64) (map[string]uint64, error)
 // the next after.
 var threadCalls = []string{"exit", "madvise", "rseq", "rt_sigprocmask", "set_robust_list"}
 
+// namingCalls are what a library's thread does first, on any
+// compartment's behalf: name itself (pthread_setname_np's
+// prctl(PR_SET_NAME): jemalloc's background thread, redis's bio
+// threads), as late as threadCalls.
+var namingCalls = []string{"prctl"}
+
 // servingNames are the calls of c's policy while serving: those recorded
-// while serving, and for the runtime, its thread calls recorded at all.
+// while serving, its threads' naming calls recorded at all, and for the
+// runtime, its thread calls recorded at all.
 func servingNames(c *Compartment) []string {
 	// Never nil: a compartment that makes no call while serving says so
 	// (serving = []).
 	names := append([]string{}, sortedNames(c.Serving)...)
-	if c.Name != RuntimeName {
-		return names
+	late := namingCalls
+	if c.Name == RuntimeName {
+		late = append(slices.Clone(threadCalls), namingCalls...)
 	}
-	for _, name := range threadCalls {
+	for _, name := range late {
 		if _, ok := c.Calls[name]; ok {
 			names = append(names, name)
 		}
