@@ -150,6 +150,15 @@ func (o *Objects) Table(obj *Object) (*unwind.Table, error) {
 // ErrChanged reports a path that no longer leads to the mapped file.
 var ErrChanged = errors.New("the file at this path is not the mapped one")
 
+// Known returns the object of the file with device dev and inode ino
+// where File has made it already.
+func (o *Objects) Known(dev, ino uint64) (*Object, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	obj, ok := o.files[fileKey{dev, ino}]
+	return obj, ok
+}
+
 // File returns the object of the file with device dev and inode ino,
 // reading it from the first of paths that leads to that very file (paths
 // such as /proc/PID/map_files/... reach a file that was deleted or

@@ -114,9 +114,12 @@ struct symbols {
 	const char *str;
 	const ElfW(Half) *versym;
 	const uint32_t *gnu_hash;
-	size_t count;
 };
 struct symbols symbols_of(const struct link_map *map);
+/* The index of name's default version where the object defines it
+   (found through its .gnu.hash; an object without one defines nothing
+   here), or -1. */
+long symbols_index(const struct symbols *s, const char *name);
 /* The address of name's default version where the object defines it
    (found through its .gnu.hash; an object without one defines nothing
    here), or 0. */

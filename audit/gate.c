@@ -192,27 +192,21 @@ static bool housekeeping(long nr)
 	return false;
 }
 
-/* redirectable says whether symbol i of libc is a wrapper's default
-   version, long enough to patch, inside libc's code; its redirect's
-   index, or -1. vfork's is not: a redirect's fallback calls the wrapper
-   from a frame of its own, which the child's calls would overwrite
-   before the parent returns through it. */
-static long redirectable(const struct symbols *s, size_t i)
+/* redirectable says whether symbol i of libc, the wrapper of redirect k,
+   is its default version, long enough to patch, inside libc's code.
+   vfork's is not: a redirect's fallback calls the wrapper from a frame
+   of its own, which the child's calls would overwrite before the parent
+   returns through it. */
+static bool redirectable(const struct symbols *s, long i, long k)
 {
 	const ElfW(Sym) *sym = &s->sym[i];
 	uintptr_t at = s->bias + sym->st_value;
-	if (ELF64_ST_TYPE(sym->st_info) != STT_FUNC || sym->st_shndx == SHN_UNDEF || sym->st_size < PATCH)
-		return -1;
-	if (s->versym != NULL && (s->versym[i] & 0x8000))
-		return -1;
+	if (ELF64_ST_TYPE(sym->st_info) != STT_FUNC || sym->st_size < PATCH)
+		return false;
 	if (at < syscell_libc_text[0] || at + PATCH > syscell_libc_text[0] + syscell_libc_text[1])
-		return -1;
-	const char *name = s->str + sym->st_name;
-	long k = stub_index(name);
-	long nr = wrapper_nr(name);
-	if (k < 0 || k >= NREDIRECTS || syscell_redirect_table[k].fallback == 0 || housekeeping(nr) || nr == __NR_vfork)
-		return -1;
-	return k;
+		return false;
+	long nr = wrapper_nr(stub_name(k));
+	return !housekeeping(nr) && nr != __NR_vfork;
 }
 
 void gate_redirect(const struct object *libc)
@@ -237,10 +231,15 @@ void gate_redirect(const struct object *libc)
 	   make go to the supervisor. */
 	if (mprotect((void *)text.start, text.end - text.start, PROT_READ | PROT_WRITE) != 0)
 		return;
+	/* Each redirect's wrapper is looked up by name: walking libc's
+	   thousands of symbols instead took a quarter of a millisecond of
+	   every exec. */
 	struct symbols s = symbols_of(libc->map);
-	for (size_t i = 0; i < s.count; i++) {
-		long k = redirectable(&s, i);
-		if (k >= 0)
+	for (long k = 0; k < NREDIRECTS && stub_name(k) != NULL; k++) {
+		if (syscell_redirect_table[k].fallback == 0)
+			continue;
+		long i = symbols_index(&s, stub_name(k));
+		if (i >= 0 && redirectable(&s, i, k))
 			patch(s.bias + s.sym[i].st_value, (uintptr_t)syscell_redirects + k * STRIDE);
 	}
 	if (mprotect((void *)text.start, text.end - text.start, PROT_READ | PROT_EXEC) != 0)

@@ -22,12 +22,15 @@ struct wrapper {
 	int nr;
 	const char *stub;
 	const char *runtime;	/* the runtime's own copy of the stub */
-	long offset;	/* filled by stubs_init: -1 when not redirected */
+	/* filled by stubs_init: the stub's offset, -1 when not redirected;
+	   the call it makes, an alias's too */
+	long offset;
+	int call;
 };
 
 static struct wrapper wrappers[] = {
-#define W(sym, kind, nr, cancel) {#sym, nr, syscell_stub_##sym, syscell_runtime_stub_##sym, 0},
-#define A(alias, sym) {#alias, ALIAS, syscell_stub_##sym, syscell_runtime_stub_##sym, 0},
+#define W(sym, kind, nr, cancel) {#sym, nr, syscell_stub_##sym, syscell_runtime_stub_##sym, 0, 0},
+#define A(alias, sym) {#alias, ALIAS, syscell_stub_##sym, syscell_runtime_stub_##sym, 0, 0},
 #include "wrappers.def"
 #undef W
 #undef A
@@ -99,6 +102,7 @@ void stubs_init(void)
 {
 	for (size_t i = 0; i < NWRAPPERS; i++) {
 		int nr = nr_of(wrappers[i].stub);
+		wrappers[i].call = nr;
 		bool redirect = nr == ANY || (nr >= 0 && nr < MAX_NR && config.stub_nr[nr]);
 		wrappers[i].offset = redirect ? wrappers[i].stub - syscell_stub_block : -1;
 	}
@@ -126,10 +130,7 @@ static const struct wrapper *find(const char *name)
 long wrapper_nr(const char *name)
 {
 	const struct wrapper *w = find(name);
-	if (w == NULL)
-		return -1;
-	int nr = nr_of(w->stub);
-	return nr < 0 ? -1 : nr;
+	return w == NULL || w->call < 0 ? -1 : w->call;
 }
 
 long stub_offset(const char *name)

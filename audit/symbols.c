@@ -1,34 +1,17 @@
 /*
  * The dynamic symbols of an object the loader has mapped, read from its
- * dynamic section: every one of them (gate.c patches libc's wrappers),
- * or one by name through its .gnu.hash table (window.c finds the
- * program's errno and cancellation functions).
+ * dynamic section, found by name through its .gnu.hash table: gate.c
+ * patches libc's wrappers, window.c finds the program's errno and
+ * cancellation functions.
  */
 #include <elf.h>
 #include <string.h>
 
 #include "audit.h"
 
-static size_t gnu_hash_count(const uint32_t *h)
-{
-	uint32_t nbuckets = h[0], offset = h[1], bloom = h[2];
-	const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(h + 4) + bloom);
-	const uint32_t *chain = buckets + nbuckets;
-	uint32_t last = 0;
-	for (uint32_t i = 0; i < nbuckets; i++)
-		if (buckets[i] > last)
-			last = buckets[i];
-	if (last < offset)
-		return offset;
-	while (!(chain[last - offset] & 1))
-		last++;
-	return last + 1;
-}
-
 struct symbols symbols_of(const struct link_map *map)
 {
 	struct symbols s = {.bias = map->l_addr};
-	const uint32_t *hash = NULL;
 	uintptr_t bias = map->l_addr;
 	if (map->l_ld == NULL)
 		return s;
@@ -42,13 +25,10 @@ struct symbols symbols_of(const struct link_map *map)
 		case DT_SYMTAB: s.sym = (const void *)p; break;
 		case DT_STRTAB: s.str = (const void *)p; break;
 		case DT_VERSYM: s.versym = (const void *)p; break;
-		case DT_HASH: hash = (const void *)p; break;
 		case DT_GNU_HASH: s.gnu_hash = (const void *)p; break;
 		}
 	}
 #undef AT
-	if (s.sym != NULL && s.str != NULL)
-		s.count = hash != NULL ? hash[1] : s.gnu_hash != NULL ? gnu_hash_count(s.gnu_hash) : 0;
 	return s;
 }
 
@@ -73,11 +53,11 @@ static bool defines(const struct symbols *s, uint32_t i, const char *name)
 	return strcmp(s->str + sym->st_name, name) == 0;
 }
 
-uintptr_t symbols_lookup(const struct symbols *s, const char *name)
+long symbols_index(const struct symbols *s, const char *name)
 {
 	const uint32_t *h = s->gnu_hash;
 	if (h == NULL || s->sym == NULL || s->str == NULL)
-		return 0;
+		return -1;
 	uint32_t nbuckets = h[0], offset = h[1], nbloom = h[2], shift = h[3];
 	const ElfW(Addr) *bloom = (const ElfW(Addr) *)(h + 4);
 	const uint32_t *buckets = (const uint32_t *)(bloom + nbloom), *chain = buckets + nbuckets;
@@ -85,13 +65,19 @@ uintptr_t symbols_lookup(const struct symbols *s, const char *name)
 	const unsigned bits = 8 * sizeof *bloom;
 	ElfW(Addr) word = bloom[(hash / bits) % nbloom];
 	if (!((word >> (hash % bits)) & 1) || !((word >> ((hash >> shift) % bits)) & 1))
-		return 0;
+		return -1;
 	for (uint32_t i = buckets[hash % nbuckets]; i >= offset; i++) {
 		uint32_t link = chain[i - offset];
 		if ((link | 1) == (hash | 1) && defines(s, i, name))
-			return s->bias + s->sym[i].st_value;
+			return i;
 		if (link & 1)
 			break;
 	}
-	return 0;
+	return -1;
+}
+
+uintptr_t symbols_lookup(const struct symbols *s, const char *name)
+{
+	long i = symbols_index(s, name);
+	return i < 0 ? 0 : s->bias + s->sym[i].st_value;
 }

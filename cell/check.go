@@ -21,29 +21,35 @@ var ErrNotAuditable = errors.New("the dynamic loader would not load the audit li
 // checkExecutable makes sure that the loader will load the audit library
 // into path, following #! interpreters.
 func checkExecutable(path string) error {
-	return checkChain("", path, true)
+	_, err := checkChain("", path, true)
+	return err
 }
 
 // checkExecuted is checkExecutable for an image the program executes under
 // its filter: no_new_privs, which the filter set, keeps a set-user-ID or
 // file-capability program from raising privileges, so the loader loads
 // the library into it too. root is the program's root directory, under
-// which interpreters are found.
-func checkExecuted(root, path string) error {
+// which interpreters are found. It returns the program the exec loads:
+// path, or the ELF file at the end of its chain of interpreters.
+func checkExecuted(root, path string) (string, error) {
 	return checkChain(root, path, false)
 }
 
 // checkChain checks path and the #! interpreters it names, found under
-// root; privileges says whether programs that raise them are refused.
-func checkChain(root, path string, privileges bool) error {
+// root, and returns the last, the program; privileges says whether
+// programs that raise them are refused.
+func checkChain(root, path string, privileges bool) (string, error) {
 	for range shebang.MaxInterpreters {
 		interp, err := checkFile(path, privileges)
-		if err != nil || interp == "" {
-			return err
+		if err != nil {
+			return "", err
+		}
+		if interp == "" {
+			return path, nil
 		}
 		path = root + interp
 	}
-	return fmt.Errorf("cell: %s: more than %d #! interpreters", path, shebang.MaxInterpreters)
+	return "", fmt.Errorf("cell: %s: more than %d #! interpreters", path, shebang.MaxInterpreters)
 }
 
 // checkFile checks one file, and returns the interpreter a script names.

@@ -68,10 +68,10 @@ func TestCheckExecuted(t *testing.T) {
 	if err := os.Chmod(setuid, os.ModeSetuid|0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := checkExecuted("/", setuid); err != nil {
+	if _, err := checkExecuted("/", setuid); err != nil {
 		t.Errorf("set-user-ID: %v", err)
 	}
-	if err := checkExecuted("/", "/sbin/ldconfig"); !errors.Is(err, ErrNotAuditable) {
+	if _, err := checkExecuted("/", "/sbin/ldconfig"); !errors.Is(err, ErrNotAuditable) {
 		t.Errorf("static: %v, want it to wrap %v", err, ErrNotAuditable)
 	}
 }

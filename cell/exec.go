@@ -65,22 +65,23 @@ func isExec(n *notify.Notification) bool {
 // env -u LD_AUDIT) gets them back: the call is withdrawn and made again
 // with them (repairEnv), and errRetry is returned. An environment the
 // supervisor cannot read fails with EFAULT, as the kernel would fail it;
-// anything else with EPERM, and why is returned.
-func (s *supervisor) checkExec(n *notify.Notification) (policy.Action, error) {
-	err := checkImage(n, s.library)
+// anything else with EPERM, and why is returned. An allowed exec's
+// program is returned too, "" where the kernel will fail the exec.
+func (s *supervisor) checkExec(n *notify.Notification) (policy.Action, string, error) {
+	program, err := checkImage(n, s.library)
 	switch {
 	case err == nil:
-		return policy.ActAllow, nil
+		return policy.ActAllow, program, nil
 	case errors.Is(err, errFault):
-		return policy.Action{Kind: policy.Errno, Data: uint16(unix.EFAULT)}, err
+		return policy.Action{Kind: policy.Errno, Data: uint16(unix.EFAULT)}, "", err
 	case errors.Is(err, errStaleLayout) && s.inherit != "":
 		if rerr := s.repairEnv(n); rerr == nil {
-			return policy.ActAllow, errRetry
+			return policy.ActAllow, "", errRetry
 		} else {
 			err = fmt.Errorf("%w, and could not be given them: %w", err, rerr)
 		}
 	}
-	return policy.ActEPERM, err
+	return policy.ActEPERM, "", err
 }
 
 // errFault reports memory of the caller the supervisor cannot read.
@@ -108,19 +109,22 @@ func (s *supervisor) repairEnv(n *notify.Notification) error {
 // statically linked). The caller can change the arguments after the
 // check, as it can any argument a supervisor reads, or the file; the
 // check is against programs that drop the variables or execute a static
-// program, not against code racing the supervisor.
-func checkImage(n *notify.Notification, library string) error {
+// program, not against code racing the supervisor. It returns the
+// program the exec loads (checkExecuted), "" where the kernel will fail
+// the exec itself.
+func checkImage(n *notify.Notification, library string) (string, error) {
 	if err := checkExecEnv(n, library); err != nil {
-		return err
+		return "", err
 	}
 	root, path, err := execTarget(n)
 	if err != nil {
-		return nil // the kernel fails the exec itself
+		return "", nil
 	}
-	if err := checkExecuted(root, path); errors.Is(err, ErrNotAuditable) {
-		return err
+	program, err := checkExecuted(root, path)
+	if errors.Is(err, ErrNotAuditable) {
+		return "", err
 	}
-	return nil
+	return program, nil
 }
 
 // execTarget is the file the notified exec names, as the supervisor can

@@ -7,7 +7,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/syscell/syscell/internal/shebang"
 	"github.com/syscell/syscell/notify"
 	"github.com/syscell/syscell/policy"
 )
@@ -52,8 +51,9 @@ var errNotGranted = fmt.Errorf("the policy does not let the calling compartment 
 
 // execBound decides the bound of the image the notified exec, by owner
 // o, starts: the bound o's own image has; none where the policy grants
-// o the program; else o's compartment, or, under ExecDeny, a refusal.
-func (s *supervisor) execBound(n *notify.Notification, o owner) (string, error) {
+// o the program the exec loads; else o's compartment, or, under
+// ExecDeny, a refusal.
+func (s *supervisor) execBound(n *notify.Notification, o owner, program string) (string, error) {
 	if o.proc == nil {
 		// An owner found from the instruction pointer alone.
 		if t, err := s.thread(n.Pid); err == nil {
@@ -70,7 +70,7 @@ func (s *supervisor) execBound(n *notify.Notification, o owner) (string, error) 
 		// compartment: the rules bound it, as they bound the runtime.
 		return "", nil
 	}
-	if s.granted(n, caller) {
+	if s.granted(program, caller) {
 		return "", nil
 	}
 	if s.execRule == ExecDeny {
@@ -79,48 +79,33 @@ func (s *supervisor) execBound(n *notify.Notification, o owner) (string, error) 
 	return caller, nil
 }
 
-// granted says whether the policy lets compartment caller start the
-// program the notified exec names with its own compartments (by its
-// executable's compartment, or by its path where it has none).
-func (s *supervisor) granted(n *notify.Notification, caller string) bool {
+// granted says whether the policy lets compartment caller start program
+// with its own compartments (by its executable's compartment, or by its
+// path where it has none).
+func (s *supervisor) granted(program, caller string) bool {
 	grants := s.execs[caller]
-	if len(grants) == 0 {
-		return false
-	}
-	root, path, err := execTarget(n)
-	if err != nil {
-		return false
-	}
-	program, err := programOf(root, path)
-	if err != nil {
+	if len(grants) == 0 || program == "" {
 		return false
 	}
 	var st unix.Stat_t
 	if err := unix.Stat(program, &st); err != nil {
 		return false
 	}
-	// The object is named as the caller's file system names it, not
-	// by the /proc path the supervisor reached it through.
-	name, err := filepath.EvalSymlinks(program)
-	if err != nil {
-		name = program
+	obj, ok := s.objs.Known(st.Dev, st.Ino)
+	if !ok {
+		// The object is named as the caller's file system names it,
+		// not by the /proc path the supervisor reached it through.
+		name, err := filepath.EvalSymlinks(program)
+		if err != nil {
+			name = program
+		}
+		obj = s.objs.File(st.Dev, st.Ino, name, program)
 	}
-	obj := s.objs.File(st.Dev, st.Ino, name, program)
 	if comp, ok := s.ids.compartmentOf(obj); ok {
 		return grants[comp]
 	}
 	// An executable with no compartment, granted by its path.
 	return grants[obj.Path]
-}
-
-// programOf is the program an exec of path loads: path, or the first
-// ELF file of the chain of #! interpreters it names, found under root.
-func programOf(root, path string) (string, error) {
-	program, err := shebang.Program(root, path)
-	if err != nil {
-		return "", fmt.Errorf("cell: %w", err)
-	}
-	return program, nil
 }
 
 // boundOf is the compartment that bounds p's image, "" for none.
@@ -168,9 +153,6 @@ func (s *supervisor) nearestKnown(tgid int) (*process, int) {
 
 // maxAncestors bounds the walk up a process's ancestors.
 const maxAncestors = 16
-
-// parentOf reads the parent of process pid.
-func parentOf(pid int) (int, error) { return statusField(pid, "PPid") }
 
 // grantsOf maps each compartment of p to the compartments it may start.
 func grantsOf(p *policy.Policy) map[string]map[string]bool {

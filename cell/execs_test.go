@@ -37,8 +37,8 @@ func TestEnvBlock(t *testing.T) {
 	}
 }
 
-// TestProgramOf follows #! chains to the program an exec loads.
-func TestProgramOf(t *testing.T) {
+// TestExecutedProgram follows #! chains to the program an exec loads.
+func TestExecutedProgram(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, content string) string {
 		path := filepath.Join(dir, name)
@@ -61,9 +61,9 @@ func TestProgramOf(t *testing.T) {
 		{loop, "", true},
 		{filepath.Join(dir, "missing"), "", true},
 	} {
-		got, err := programOf("", tc.path)
+		got, err := checkExecuted("", tc.path)
 		if got != tc.want && !tc.err || (err != nil) != tc.err {
-			t.Errorf("programOf(%s) = %q, %v; want %q, error %v", tc.path, got, err, tc.want, tc.err)
+			t.Errorf("checkExecuted(%s) = %q, %v; want %q, error %v", tc.path, got, err, tc.want, tc.err)
 		}
 	}
 }

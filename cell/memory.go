@@ -2,8 +2,10 @@ package cell
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"golang.org/x/sys/unix"
 
@@ -135,44 +137,45 @@ func readWords(tid int, at uint64, max int) ([]uint64, error) {
 // stringChunk is how much of each string readStrings reads at first.
 const stringChunk = 256
 
+// spanMax bounds the memory one read of readStrings spans.
+const spanMax = 64 << 10
+
 // readStrings reads the NUL-terminated strings at ptrs, of thread tid,
-// each up to max bytes: their first bytes in one system call a batch
-// (one iovec a string, each within its page), the rest of the few longer
-// ones one at a time.
+// each up to max bytes. An exec's environment lies in a few places (the
+// caller's stack, a heap), so the strings are read by span of nearby
+// addresses, one system call each: the kernel pins each page of a read
+// once, where a read of one iovec a string pinned a page per string.
+// What a span's read does not reach (a string past its end, or past a
+// hole in the memory) is read alone.
 func readStrings(tid int, ptrs []uint64, max int) ([]string, error) {
 	out := make([]string, len(ptrs))
-	for first := 0; first < len(ptrs); first += wordBatch {
-		batch := ptrs[first:min(first+wordBatch, len(ptrs))]
-		buf := make([]byte, len(batch)*stringChunk)
-		local := make([]unix.Iovec, len(batch))
-		remote := make([]unix.RemoteIovec, len(batch))
-		for i, p := range batch {
-			n := min(stringChunk, 4096-int(p%4096))
-			local[i] = unix.Iovec{Base: &buf[i*stringChunk]}
-			local[i].SetLen(n)
-			remote[i] = unix.RemoteIovec{Base: uintptr(p), Len: n}
+	order := make([]int, len(ptrs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(ptrs[a], ptrs[b]) })
+	for len(order) > 0 {
+		start, n := ptrs[order[0]], 1
+		for n < len(order) && ptrs[order[n]]-start < spanMax {
+			n++
 		}
-		got, err := unix.ProcessVMReadv(tid, local, remote, 0)
-		if err != nil {
-			return nil, fmt.Errorf("read the strings of thread %d: %w", tid, err)
-		}
-		for i, p := range batch {
-			n := int(local[i].Len)
-			chunk := buf[i*stringChunk : i*stringChunk+n]
-			if got < n {
-				// The read stopped before this string: read it alone.
-				chunk = nil
+		span := order[:n]
+		order = order[n:]
+		last := ptrs[span[n-1]]
+		buf := make([]byte, min(last+stringChunk, last|4095+1)-start)
+		got, _ := readAt(tid, start, buf)
+		for _, i := range span {
+			if off := ptrs[i] - start; off < uint64(got) {
+				if j := bytes.IndexByte(buf[off:got], 0); j >= 0 {
+					out[i] = string(buf[off : off+uint64(min(j, max))])
+					continue
+				}
 			}
-			got -= min(got, n)
-			if j := bytes.IndexByte(chunk, 0); j >= 0 {
-				out[first+i] = string(chunk[:j])
-				continue
-			}
-			s, err := readString(attribute.ProcessMemory{Pid: tid}, p, max)
+			s, err := readString(attribute.ProcessMemory{Pid: tid}, ptrs[i], max)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("read the strings of thread %d: %w", tid, err)
 			}
-			out[first+i] = s
+			out[i] = s
 		}
 	}
 	return out, nil

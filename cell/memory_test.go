@@ -13,7 +13,7 @@ import (
 // TestReadEnvironment reads, from this very process, a NULL-terminated
 // array of strings as an exec's environment is: short strings, one longer
 // than a batch's first read, one ending at a page's end, and more
-// pointers than a batch holds.
+// pointers than a batch holds, and one longer than a variable may be.
 func TestReadEnvironment(t *testing.T) {
 	page := unix.Getpagesize()
 	mem, err := unix.Mmap(-1, 0, 2*page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
@@ -39,6 +39,16 @@ func TestReadEnvironment(t *testing.T) {
 	}
 	add("HOME=/root")
 	add("LONG=" + strings.Repeat("x", 1000))
+	// An environment block, as an exec's usually is, with a variable
+	// longer than a variable may be, of which its first maxEnvVar bytes
+	// are read.
+	huge := "HUGE=" + strings.Repeat("z", 2*maxEnvVar)
+	block := []byte("A=1\x00" + huge + "\x00B=2\x00")
+	keep = append(keep, block)
+	for _, at := range []int{0, 4, 5 + len(huge)} {
+		ptrs = append(ptrs, uint64(uintptr(unsafe.Pointer(&block[at]))))
+	}
+	want = append(want, "A=1", huge[:maxEnvVar], "B=2")
 	want = append(want, edge)
 	ptrs = append(ptrs, uint64(uintptr(unsafe.Pointer(&mem[page-len(edge)-1]))))
 	for i := range 2 * wordBatch {

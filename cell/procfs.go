@@ -18,6 +18,11 @@ func readAll(path string) ([]byte, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	defer unix.Close(fd)
+	return readFrom(fd, path)
+}
+
+// readFrom reads what is left of the file at fd, opened from path.
+func readFrom(fd int, path string) ([]byte, error) {
 	buf := make([]byte, 0, 4096)
 	for {
 		if len(buf) == cap(buf) {

@@ -152,7 +152,7 @@ func CheckProgram(root, path, library string, privileges bool) error {
 		return fmt.Errorf("cell: %s under %s: %w", path, root, err)
 	}
 	defer unix.Close(fd)
-	if err := checkChain(root, fdPath(fd), privileges); err != nil {
+	if _, err := checkChain(root, fdPath(fd), privileges); err != nil {
 		return err
 	}
 	if library == "" {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -242,17 +241,8 @@ func unmapsLoaderCache(n *notify.Notification) bool {
 	if size == 0 || end < start {
 		return false
 	}
-	maps, err := readAll(fmt.Sprintf("/proc/%d/maps", n.Pid))
-	if err != nil {
-		return false
-	}
-	prefix := fmt.Sprintf("%x-%x ", start, end)
-	for line := range strings.Lines(string(maps)) {
-		if strings.HasPrefix(line, prefix) {
-			return strings.HasSuffix(strings.TrimSpace(line), " "+loaderCache)
-		}
-	}
-	return false
+	m, ok, err := mappingAt(n.Pid, start)
+	return err == nil && ok && m.start == start && m.end == end && m.name == loaderCache
 }
 
 const pageSize = 4096

@@ -227,9 +227,9 @@ func (s *supervisor) answer(n *notify.Notification, w *worker) error {
 		return enforce.Abort(s.l, n)
 	}
 	var why error
-	var bound string
+	var bound, program string
 	if act == policy.ActAllow && isExec(n) {
-		act, why = s.checkExec(n)
+		act, program, why = s.checkExec(n)
 		switch {
 		case errors.Is(why, errRetry):
 			return nil
@@ -239,7 +239,7 @@ func (s *supervisor) answer(n *notify.Notification, w *worker) error {
 			return ignoreGone(s.l.Respond(notify.Response{ID: n.ID, Errno: unix.EFAULT}))
 		}
 		if why == nil {
-			if bound, why = s.execBound(n, o); why != nil {
+			if bound, why = s.execBound(n, o, program); why != nil {
 				act = policy.ActEPERM
 			}
 		}

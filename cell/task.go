@@ -130,23 +130,6 @@ func parseEntry(s string) (entry, error) {
 	return entry{nr: nr, sp: sp, pc: pc}, nil
 }
 
-// tgidOf reads the thread group of tid.
-func tgidOf(tid int) (int, error) { return statusField(tid, "Tgid") }
-
-// statusField reads the number field key of /proc/ID/status.
-func statusField(id int, key string) (int, error) {
-	b, err := readAll(fmt.Sprintf("/proc/%d/status", id))
-	if err != nil {
-		return 0, fmt.Errorf("cell: %w", err)
-	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, key+":"); ok {
-			return strconv.Atoi(strings.TrimSpace(v))
-		}
-	}
-	return 0, fmt.Errorf("cell: /proc/%d/status has no %s", id, key)
-}
-
 // pidfdOpen opens a pidfd for pid, a thread-group leader.
 func pidfdOpen(pid int) (int, error) {
 	fd, err := unix.PidfdOpen(pid, 0)
