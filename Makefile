@@ -10,16 +10,17 @@ TEST_TIMEOUT ?= 20m
 
 .PHONY: build heapguard audit test vet fmt-check deps demo clean
 
-# syscell stays dynamically linked: syscell bench mech runs its own
-# binary as the payload of its supervised way, which needs the audit
-# library and libc's syscall() (docs/PERFORMANCE.md, Programs). The shim
-# of whole-process runs, which only executes the command, is static: it
-# starts without the dynamic loader and libc.
+# syscell and the shim of whole-process runs are linked statically: they
+# start without the dynamic loader, libc and cgo's threads, a millisecond
+# sooner (docs/PERFORMANCE.md, Start-up). The payload of syscell bench
+# mech's supervised mechanisms needs the audit library and libc's
+# syscall(): it is the one dynamic binary.
 build: heapguard audit
-	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/syscell
-	@# Next to the binary, where syscell run looks for it (ARCHITECTURE.md,
-	@# enforce).
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/syscell
+	@# Next to the binary, where syscell run and syscell bench mech look
+	@# for them (ARCHITECTURE.md, enforce and mechbench).
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/syscell-shim ./cmd/syscell-shim
+	$(GO) build -trimpath -ldflags=-linkmode=external -o bin/syscell-payload ./cmd/syscell-payload
 	@# The OCI runtime is the binary under this name (docs/CONTAINERS.md).
 	ln -sf syscell bin/syscell-runtime
 

@@ -74,13 +74,13 @@ var specs = map[Mechanism]spec{
 	Supervised: {
 		description: "syscell's per-library supervisor, getpid from libc's code (cached call chain)",
 		run:         measureSupervised,
-		needs:       auditLibrary,
+		needs:       supervisable,
 		slow:        true,
 	},
 	SupervisedProc: {
 		description: "the same, the caller found in /proc and the stack, as without root",
 		run:         measureSupervised,
-		needs:       auditLibrary,
+		needs:       supervisable,
 		slow:        true,
 	},
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -25,8 +26,8 @@ import (
 // (package cell) deciding a call made from libc's code, the path of every
 // call a library makes through libc's stdio or malloc: a notification,
 // the thread's stack pointer and the top of its stack read, and the owner
-// found in the call-chain cache. The payload, this binary started by
-// cell.Run, loops on getpid made by the system call instruction of libc's
+// found in the call-chain cache. The payload (supervisedPayload), started
+// by cell.Run, loops on getpid made by the system call instruction of libc's
 // syscall() function, which it jumps to (callAt); the policy lets the
 // payload's own code make every call and a second compartment every call
 // but getpid, so that getpid alone depends on the caller and, from
@@ -44,11 +45,51 @@ const (
 	settle = 300 * time.Millisecond
 )
 
-// measureSupervised runs one supervised payload.
-func measureSupervised(ctx context.Context, req request) (Sample, error) {
+// PayloadName is the supervised mechanisms' payload next to syscell
+// (make build): a dynamically linked binary, which syscell is not, so
+// that the loader loads the audit library into it and libc's syscall()
+// is there to call.
+const PayloadName = "syscell-payload"
+
+// supervisedPayload is the binary that plays the supervised payload:
+// PayloadName next to this binary where there is one, else this binary
+// (a test binary, linked dynamically).
+func supervisedPayload() (string, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return Sample{}, fmt.Errorf("find own binary: %w", err)
+		return "", fmt.Errorf("find own binary: %w", err)
+	}
+	return payloadFor(exe)
+}
+
+// payloadFor is supervisedPayload for the binary exe.
+func payloadFor(exe string) (string, error) {
+	if p := filepath.Join(filepath.Dir(exe), PayloadName); fileExists(p) {
+		exe = p
+	}
+	f, err := elf.Open(exe)
+	if err != nil {
+		return "", fmt.Errorf("the supervised payload: %w", err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return exe, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %s is statically linked, and there is no %s next to it (make build puts it there)", ErrUnavailable, exe, PayloadName)
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// measureSupervised runs one supervised payload.
+func measureSupervised(ctx context.Context, req request) (Sample, error) {
+	exe, err := supervisedPayload()
+	if err != nil {
+		return Sample{}, err
 	}
 	env, err := payloadEnviron(os.Environ(), req)
 	if err != nil {
@@ -88,9 +129,9 @@ func callersIn(m Mechanism) cell.CallersIn {
 	return cell.CallersAnywhere
 }
 
-// auditLibrary checks that syscell's audit library is where cell.Run
-// looks for it.
-func auditLibrary() error {
+// supervisable checks that syscell's audit library is where cell.Run
+// looks for it, and that there is a payload it can load it into.
+func supervisable() error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -98,7 +139,8 @@ func auditLibrary() error {
 	if _, err := os.Stat(cell.LibraryPath(exe)); err != nil {
 		return fmt.Errorf("%w: the audit library (make build puts it next to syscell): %w", ErrUnavailable, err)
 	}
-	return nil
+	_, err = supervisedPayload()
+	return err
 }
 
 // supervisedPolicy lets exe's compartment make every call, and another
