@@ -191,6 +191,7 @@ func (c *runCmd) run(cmd *cobra.Command, args []string) error {
 	}
 	sigs := catchSignals()
 	defer sigs.stop()
+	go probePidfd()
 	p, r, err := c.resolve(cmd, args[0])
 	if err != nil {
 		return err
@@ -292,6 +293,15 @@ func catchSignals() *caughtSignals {
 		close(s.ready)
 	}()
 	return s
+}
+
+// probePidfd has package os probe whether pidfds work, as it does once,
+// with a child of its own, before it starts its first process: in the
+// background, while the policy loads, instead of when CMD starts.
+func probePidfd() {
+	if p, err := os.FindProcess(os.Getpid()); err == nil {
+		p.Release()
+	}
 }
 
 // caught returns the signals to pass on to CMD once they are caught:
