@@ -12,25 +12,29 @@ extern char syscell_runtime_stub_pointers[];
 #undef W
 #undef A
 
-/* ANY marks syscall(), which makes any call; ALIAS, another name of a
-   wrapper listed before. */
+/* ANY marks syscall(), which makes any call. */
 #define ANY -1
-#define ALIAS -2
+
+/* The call each wrapper makes, by its symbol, for its aliases. */
+enum {
+#define W(sym, kind, nr, cancel) nr_##sym = nr,
+#define A(alias, sym)
+#include "wrappers.def"
+#undef W
+#undef A
+};
 
 struct wrapper {
 	const char *name;
-	int nr;
+	int nr;	/* an alias's too */
 	const char *stub;
 	const char *runtime;	/* the runtime's own copy of the stub */
-	/* filled by stubs_init: the stub's offset, -1 when not redirected;
-	   the call it makes, an alias's too */
-	long offset;
-	int call;
+	long offset;	/* filled by stubs_init: -1 when not redirected */
 };
 
 static struct wrapper wrappers[] = {
-#define W(sym, kind, nr, cancel) {#sym, nr, syscell_stub_##sym, syscell_runtime_stub_##sym, 0, 0},
-#define A(alias, sym) {#alias, ALIAS, syscell_stub_##sym, syscell_runtime_stub_##sym, 0, 0},
+#define W(sym, kind, nr, cancel) {#sym, nr, syscell_stub_##sym, syscell_runtime_stub_##sym, 0},
+#define A(alias, sym) {#alias, nr_##sym, syscell_stub_##sym, syscell_runtime_stub_##sym, 0},
 #include "wrappers.def"
 #undef W
 #undef A
@@ -50,15 +54,6 @@ const void *stub_block(void)
 size_t stub_sites(void)
 {
 	return syscell_stub_sites - syscell_stub_block;
-}
-
-/* nr_of returns the system call the stub at stub makes, for aliases too. */
-static int nr_of(const char *stub)
-{
-	for (size_t i = 0; i < NWRAPPERS; i++)
-		if (wrappers[i].stub == stub && wrappers[i].nr != ALIAS)
-			return wrappers[i].nr;
-	return ALIAS;
 }
 
 static int by_name(const struct wrapper *a, const struct wrapper *b)
@@ -101,8 +96,7 @@ static void heap_sort(void)
 void stubs_init(void)
 {
 	for (size_t i = 0; i < NWRAPPERS; i++) {
-		int nr = nr_of(wrappers[i].stub);
-		wrappers[i].call = nr;
+		int nr = wrappers[i].nr;
 		bool redirect = nr == ANY || (nr >= 0 && nr < MAX_NR && config.stub_nr[nr]);
 		wrappers[i].offset = redirect ? wrappers[i].stub - syscell_stub_block : -1;
 	}
@@ -130,7 +124,7 @@ static const struct wrapper *find(const char *name)
 long wrapper_nr(const char *name)
 {
 	const struct wrapper *w = find(name);
-	return w == NULL || w->call < 0 ? -1 : w->call;
+	return w == NULL || w->nr < 0 ? -1 : w->nr;
 }
 
 long stub_offset(const char *name)
