@@ -10,16 +10,16 @@ TEST_TIMEOUT ?= 20m
 
 .PHONY: build heapguard audit test vet fmt-check deps demo clean
 
-# syscell and the shim of whole-process runs are linked statically: they
-# start without the dynamic loader, libc and cgo's threads, a millisecond
-# sooner (docs/PERFORMANCE.md, Start-up). The payload of syscell bench
-# mech's supervised mechanisms needs the audit library and libc's
-# syscall(): it is the one dynamic binary.
+# syscell and the shim of whole-process runs (a C program) are linked
+# statically: they start without the dynamic loader, libc and cgo's
+# threads, a millisecond sooner (docs/PERFORMANCE.md, Programs). The
+# payload of syscell bench mech's supervised mechanisms needs the audit
+# library and libc's syscall(): it is the one dynamic binary.
 build: heapguard audit
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/syscell
 	@# Next to the binary, where syscell run and syscell bench mech look
 	@# for them (ARCHITECTURE.md, enforce and mechbench).
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/syscell-shim ./cmd/syscell-shim
+	enforce/shim/build.sh bin/syscell-shim
 	$(GO) build -trimpath -ldflags=-linkmode=external -o bin/syscell-payload ./cmd/syscell-payload
 	@# The OCI runtime is the binary under this name (docs/CONTAINERS.md).
 	ln -sf syscell bin/syscell-runtime

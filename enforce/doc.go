@@ -15,7 +15,7 @@
 //
 // # The shim
 //
-// Run starts the shim: cmd/syscell-shim (package enforce/shim) where it lies
+// Run starts the shim: syscell-shim (enforce/shim/src/shim.c) where it lies
 // next to the running binary, else a copy of the running binary itself,
 // which must call MaybeRunShim first thing in main; it starts it while the
 // policy compiles, and sends it the program. The shim
@@ -26,9 +26,10 @@
 // without the flag. The command gets the standard streams only.
 //
 // The shim installs the program on the thread that calls execve, without
-// SECCOMP_FILTER_FLAG_TSYNC. The other threads of the shim's Go runtime stay
-// unfiltered until execve kills them, so their own system calls (sysmon's
-// nanosleep and futex among them) cannot trip a policy that denies them:
+// SECCOMP_FILTER_FLAG_TSYNC. The other threads of the shim (the Go shim's
+// runtime, the C shim's voice) stay unfiltered until execve kills them,
+// so their own system calls (sysmon's nanosleep and futex among them)
+// cannot trip a policy that denies them:
 // with TSYNC, a policy killing on nanosleep and futex killed about a third of
 // the launches before the command started. The command is the exec'ing
 // thread, so it and every thread and process it creates carry the filter.

@@ -2,7 +2,6 @@ package enforce
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -59,7 +58,7 @@ func startShim(cmd Command, opt Options) (*shimProcess, error) {
 // request sends the shim req, and follows what it writes from then on.
 // On a failure the shim is killed, having run nothing of the command.
 func (s *shimProcess) request(req shim.Request) error {
-	payload, err := json.Marshal(req)
+	payload, err := req.Encode()
 	if err != nil {
 		return s.cancel(fmt.Errorf("enforce: encode the shim's request: %w", err))
 	}

@@ -24,10 +24,23 @@ import (
 )
 
 // TestMain lets the test binary play the shim, and the filtered children
-// of package filter.
+// of package filter; and builds the shim's own binary next to it, which
+// Run prefers, as it finds it next to syscell.
 func TestMain(m *testing.M) {
 	enforce.MaybeRunShim()
 	filter.MaybeRunChild()
+	exe, err := os.Executable()
+	if err == nil {
+		var diag string
+		diag, err = enforce.BuildShim("shim", filepath.Join(filepath.Dir(exe), enforce.ShimName), "gcc")
+		if err != nil {
+			err = fmt.Errorf("%w\n%s", err, diag)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build the shim (scripts/install-deps.sh installs gcc): %v\n", err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	if dir, _ := builds(); dir != "" {
 		os.RemoveAll(dir)

@@ -81,9 +81,10 @@ func Run(ctx context.Context, r *policy.Resolved, cmd Command, opt Options) (*Re
 	if env == nil {
 		env = os.Environ()
 	}
-	// The shim, this binary again, takes milliseconds to start: it starts
-	// while the filter compiles, and runs nothing of the command before
-	// it has the filter; without one, it is killed.
+	// The shim takes a while to start (a millisecond for the Go shim,
+	// this binary again): it starts while the filter compiles, and runs
+	// nothing of the command before it has the filter; without one, it
+	// is killed.
 	s, err := startShim(cmd, opt)
 	if err != nil {
 		return nil, err

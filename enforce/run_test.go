@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -218,22 +217,34 @@ func TestSignalsAndCancel(t *testing.T) {
 }
 
 // TestUnprivileged runs as nobody, whom the kernel lets install a filter
-// only with no_new_privs.
+// only with no_new_privs, with either shim.
 func TestUnprivileged(t *testing.T) {
 	calls := fixture(t, "calls")
-	opt := enforce.Options{Shim: unprivtest.CopyTestBinary(t, "enforce.test"), SysProcAttr: nobody(t)}
-	res, _ := launch(t, load(t, "runtime-default", ""), opt, "/bin/true")
-	if res.ExitCode != 0 {
-		t.Errorf("/bin/true under runtime-default: exit %d, signal %v", res.ExitCode, res.Signal)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
 	}
-	res, stdout := launch(t, load(t, "deny.toml", "errno(EPERM)"), opt, calls, "mount")
-	if stdout != "mount: errno 1\n" {
-		t.Errorf("denied mount: %q, exit %d, signal %v", stdout, res.ExitCode, res.Signal)
-	}
-	opt.Mode = enforce.Complain
-	res, stdout = launch(t, load(t, "audit.toml", ""), opt, calls, "ip", "getppid")
-	if want := []enforce.Call{call("getppid", 1, ipOf(t, stdout), "errno(30)")}; !slices.Equal(res.Calls, want) {
-		t.Errorf("complain as nobody: %+v, want %+v", res.Calls, want)
+	cShim := filepath.Join(filepath.Dir(exe), enforce.ShimName)
+	for _, tc := range []struct{ name, shim string }{
+		{"c", unprivtest.CopyExecutable(t, cShim, enforce.ShimName)},
+		{"go", unprivtest.CopyTestBinary(t, "enforce.test")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opt := enforce.Options{Shim: tc.shim, SysProcAttr: nobody(t)}
+			res, _ := launch(t, load(t, "runtime-default", ""), opt, "/bin/true")
+			if res.ExitCode != 0 {
+				t.Errorf("/bin/true under runtime-default: exit %d, signal %v", res.ExitCode, res.Signal)
+			}
+			res, stdout := launch(t, load(t, "deny.toml", "errno(EPERM)"), opt, calls, "mount")
+			if stdout != "mount: errno 1\n" {
+				t.Errorf("denied mount: %q, exit %d, signal %v", stdout, res.ExitCode, res.Signal)
+			}
+			opt.Mode = enforce.Complain
+			res, stdout = launch(t, load(t, "audit.toml", ""), opt, calls, "ip", "getppid")
+			if want := []enforce.Call{call("getppid", 1, ipOf(t, stdout), "errno(30)")}; !slices.Equal(res.Calls, want) {
+				t.Errorf("complain as nobody: %+v, want %+v", res.Calls, want)
+			}
+		})
 	}
 }
 
@@ -306,26 +317,41 @@ func TestInstallFails(t *testing.T) {
 	}
 }
 
-// TestOwnShim checks that the shim's own binary (cmd/syscell-shim), which
-// Run prefers next to syscell's, starts the command under its filter as
-// the test binary playing the shim does.
-func TestOwnShim(t *testing.T) {
+// TestShims checks that both shims, the C binary Run prefers next to
+// syscell (TestMain builds it next to the test binary) and the Go one
+// that any binary calling MaybeRunShim plays (the test binary, here),
+// start the command under its filter, hand it no descriptor but the
+// standard streams, pass it arguments that are not UTF-8 as they are,
+// and report an execve that fails.
+func TestShims(t *testing.T) {
 	calls := fixture(t, "calls")
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skipf("SKIPPED: cannot build the shim: %v", err)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
 	}
-	shimBin := filepath.Join(t.TempDir(), enforce.ShimName)
-	build := exec.Command("go", "build", "-o", shimBin, "github.com/syscell/syscell/cmd/syscell-shim")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the shim: %v\n%s", err, out)
-	}
-	dir := filepath.Join(t.TempDir(), "made")
-	res, stdout := launch(t, load(t, "deny.toml", "errno(EPERM)"), enforce.Options{Shim: shimBin}, calls, "sigsys", "mkdir", dir)
-	if res.ExitCode != 0 || stdout != "mkdir: errno 1\n" {
-		t.Errorf("exit %d, stdout %q; want exit 0, stdout %q", res.ExitCode, stdout, "mkdir: errno 1\n")
-	}
-	if exists(t, dir) {
-		t.Errorf("the denied mkdir made %s", dir)
+	for _, tc := range []struct{ name, shim string }{{"c", ""}, {"go", exe}} {
+		t.Run(tc.name, func(t *testing.T) {
+			opt := enforce.Options{Shim: tc.shim}
+			dir := filepath.Join(t.TempDir(), "made")
+			res, stdout := launch(t, load(t, "deny.toml", "errno(EPERM)"), opt, calls, "sigsys", "mkdir", dir)
+			if res.ExitCode != 0 || stdout != "mkdir: errno 1\n" {
+				t.Errorf("exit %d, stdout %q; want exit 0, stdout %q", res.ExitCode, stdout, "mkdir: errno 1\n")
+			}
+			if exists(t, dir) {
+				t.Errorf("the denied mkdir made %s", dir)
+			}
+			if _, stdout := launch(t, load(t, "runtime-default", ""), opt, calls, "fds"); stdout != "fds: 0 1 2\n" {
+				t.Errorf("descriptors: %q, want the standard streams only", stdout)
+			}
+			const latin1 = "caf\xe9"
+			if _, stdout := launch(t, load(t, "runtime-default", ""), opt, "/bin/echo", latin1); stdout != latin1+"\n" {
+				t.Errorf("echo %q: %q", latin1, stdout)
+			}
+			exeDir := filepath.Dir(calls)
+			_, err := enforce.Run(context.Background(), load(t, "runtime-default", ""), enforce.Command{Path: exeDir, Args: []string{exeDir}}, opt)
+			if err == nil || !strings.Contains(err.Error(), "execute "+exeDir+": permission denied") {
+				t.Errorf("executing a directory: %v", err)
+			}
+		})
 	}
 }

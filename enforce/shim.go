@@ -2,6 +2,7 @@ package enforce
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 
 	"github.com/syscell/syscell/enforce/shim"
@@ -11,10 +12,18 @@ import (
 // play the shim.
 const ShimEnv = shim.Env
 
-// ShimName is the shim's own binary (cmd/syscell-shim), which Run starts
-// where it lies next to the running binary: it starts faster than a
-// binary with more to initialize, syscell's own.
+// ShimName is the shim's own binary, a C program (shim/src/shim.c), which
+// Run starts where it lies next to the running binary: it starts faster
+// than a Go binary, syscell's own.
 const ShimName = "syscell-shim"
+
+// BuildShim builds the shim's own binary at out with the C compiler cc,
+// through build.sh in srcDir (the directory of package enforce/shim),
+// and returns what the compiler said.
+func BuildShim(srcDir, out, cc string) (string, error) {
+	diag, err := exec.Command("sh", filepath.Join(srcDir, "build.sh"), out, cc).CombinedOutput()
+	return string(diag), err
+}
 
 // MaybeRunShim returns at once unless Run started this process as its
 // shim; then it installs the filter and executes the command, or reports

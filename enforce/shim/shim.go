@@ -1,14 +1,13 @@
 // Package shim is the process syscell run starts a command through under
 // a whole-process policy (package enforce, which starts it): it installs
-// the compiled filter on the thread that then executes the command. It
-// imports little, so that the binary of its own, cmd/syscell-shim, starts
-// in a fraction of the time syscell's binary, with every command's
-// package to initialize, takes; a binary that calls MaybeRun first thing
-// in main, syscell's own among them, may play it too.
+// the compiled filter on the thread that then executes the command. Its
+// own binary is a C program (src/shim.c), which starts in a fraction of
+// the time a Go binary takes; this is the same shim for a binary that
+// calls MaybeRun first thing in main, syscell's own among them, where
+// there is none.
 package shim
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -52,16 +51,6 @@ const (
 	handoffPoll = 20 * time.Microsecond
 )
 
-// Request is what the supervisor sends the shim, as JSON, ending it by
-// closing its side of the socket.
-type Request struct {
-	Program []byte // bpf.Encode
-	Path    string
-	Args    []string
-	Env     []string
-	Listen  bool
-}
-
 func init() {
 	// Locked during initialization, the main goroutine runs main on the
 	// main thread, whose id is the process's: the supervisor checks that
@@ -93,9 +82,9 @@ func run(sock *os.File) error {
 	if err != nil {
 		return fmt.Errorf("read request: %w", err)
 	}
-	var req Request
-	if err := json.Unmarshal(b, &req); err != nil {
-		return fmt.Errorf("decode request: %w", err)
+	req, err := DecodeRequest(b)
+	if err != nil {
+		return err
 	}
 	prog, err := bpf.Decode(req.Program)
 	if err != nil {

@@ -26,7 +26,14 @@ func CopyTestBinary(t *testing.T, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(exe)
+	return CopyExecutable(t, exe, name)
+}
+
+// CopyExecutable copies the executable at src, under name, into a public
+// directory removed when the test ends, and returns its path.
+func CopyExecutable(t *testing.T, src, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
 	}
