@@ -260,11 +260,11 @@ func (l *linker) slot(o int, addr uint64) targets {
 }
 
 // resolved is what an IFUNC resolver may return: the addresses it
-// returns where they are constants, the function of the name it gave the
-// lookup whose result it returns (glibc's time and gettimeofday look
-// the vDSO's up); where it computes what it returns otherwise, the
-// functions whose addresses it takes, those of the names it gives its
-// calls, or, if it names none, the vDSO's.
+// returns where they are all constants (memcpy's, picked by the
+// processor's features); where it computes what it returns, the
+// functions whose addresses it takes and those of the names it gives
+// its calls (glibc's time and gettimeofday look the vDSO's up), or, if
+// it names none, the vDSO's.
 func (l *linker) resolved(o int, resolver uint64) targets {
 	n, ok := l.index[o][resolver]
 	if !ok {
@@ -274,13 +274,9 @@ func (l *linker) resolved(o int, resolver uint64) targets {
 	var t targets
 	computed := len(fn.Results) == 0
 	for _, v := range fn.Results {
-		if name, ok := l.objs[o].foundName(v); ok {
-			t.add(l.byName(name))
-			continue
-		}
 		if v.Kind != x86.Const {
 			computed = true
-			continue
+			break
 		}
 		for _, addr := range v.Consts {
 			t.add(l.at(o, addr))
@@ -289,6 +285,7 @@ func (l *linker) resolved(o int, resolver uint64) targets {
 	if !computed {
 		return t
 	}
+	t = targets{}
 	for _, r := range fn.Refs {
 		t.add(l.at(o, r))
 	}

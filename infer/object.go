@@ -61,9 +61,10 @@ type Object struct {
 	// it stores to tells where that function goes.
 	Strings []string
 	// NameArgs are the names calls are given: at each call's address,
-	// the C name its one argument that points to one is. What code
-	// computes from what such a call returned is the function of that
-	// name, where it is a lookup (the loader's, an IFUNC resolver's).
+	// the C name its one argument that points to one is. What the
+	// loader computes from what such a call returned is the function of
+	// that name; an IFUNC resolver that computes what it returns may
+	// return the functions of the names it gives its calls.
 	NameArgs map[uint64]string
 }
 
