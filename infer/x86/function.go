@@ -678,6 +678,11 @@ func (g *graph) record(in *inst, s *state, f *Function, env *Env) {
 		b, bbits, bok := regArg(in.Args[1])
 		if aok && bok && abits == 64 && bbits == 64 {
 			if p, c := s.regs[a], s.regs[b]; c.Kind == Const && len(c.Consts) == 1 && (p.Kind == Field || p.Kind == Loaded) {
+				if p.Kind == Loaded {
+					// The word checked, as a Field's base names it: the
+					// call it was read through is no part of that.
+					p = Value{Kind: Loaded, Consts: p.Consts[:1]}
+				}
 				f.Checks = append(f.Checks, Check{Value: p, Against: c.Consts[0]})
 			}
 		}

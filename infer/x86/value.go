@@ -174,6 +174,10 @@ func (v Value) Join(w Value) Value {
 		return v
 	case (v.Kind == Param || v.Kind == Bits) && (w.Kind == Param || w.Kind == Bits) && v.Arg == w.Arg:
 		return joinBits(v, w)
+	case v.Kind == Table && w.Kind == Table:
+		// Targets of two tables: a place in the function still, which
+		// neither table tells alone.
+		return Value{Kind: Table}
 	}
 	if a, ok := v.found(w); ok {
 		return FoundOf(a)
