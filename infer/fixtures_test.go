@@ -47,7 +47,7 @@ func options() Options {
 
 // ownLibs are this package's fixtures: testdata/NAME.c becomes
 // libNAME.so, and main.c the program main, which needs them all.
-var ownLibs = []string{"chain_b", "chain_a", "numbers", "table", "pointers", "stdio", "tables", "flags_set", "flags_clear"}
+var ownLibs = []string{"chain_b", "chain_a", "numbers", "table", "pointers", "stdio", "tables", "flags_set", "flags_clear", "ifunc"}
 
 // buildOwn compiles this package's fixtures once, as Debian builds: -O2,
 // no frame pointers.
@@ -70,7 +70,7 @@ var buildOwn = sync.OnceValues(func() (string, error) {
 			args = append(args, "-L"+dir, "-lchain_b", "-Wl,-rpath,"+dir)
 		case "tables":
 			args = append(args, "-Wl,-e,tables_start")
-		case "flags_set", "flags_clear":
+		case "flags_set", "flags_clear", "ifunc":
 			// Bound at start, so that the loader's lazy binding, which
 			// can reach any function whose address is taken, adds
 			// nothing to what their calls of libc can do.
@@ -244,7 +244,7 @@ func TestRecordedFixtures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs := [][]string{{filepath.Join(own, "main"), "chain", "numbers", "table", "pointers", "stdio", "tables", "flags"}}
+	runs := [][]string{{filepath.Join(own, "main"), "chain", "numbers", "table", "pointers", "stdio", "tables", "flags", "ifunc"}}
 	for _, mode := range slices.Sorted(maps.Keys(modes)) {
 		runs = append(runs, fixtures.Args(dir, mode))
 	}

@@ -259,19 +259,46 @@ func (l *linker) slot(o int, addr uint64) targets {
 	return t
 }
 
-// resolved is what an IFUNC resolver may return: the functions whose
-// addresses it takes, or a pointer it reads, which in glibc is the
-// vDSO's (time, gettimeofday).
+// resolved is what an IFUNC resolver may return: the addresses it
+// returns where they are all constants (memcpy's, picked by the
+// processor's features); where it computes what it returns, the
+// functions whose addresses it takes and those of the names it gives
+// its calls (glibc's time and gettimeofday look the vDSO's up), or, if
+// it names none, the vDSO's.
 func (l *linker) resolved(o int, resolver uint64) targets {
 	n, ok := l.index[o][resolver]
 	if !ok {
 		return targets{unknown: true}
 	}
+	fn := l.nodes[n].fn
 	var t targets
-	for _, r := range l.nodes[n].fn.Refs {
+	computed := len(fn.Results) == 0
+	for _, v := range fn.Results {
+		if v.Kind != x86.Const {
+			computed = true
+			break
+		}
+		for _, addr := range v.Consts {
+			t.add(l.at(o, addr))
+		}
+	}
+	if !computed {
+		return t
+	}
+	t = targets{}
+	for _, r := range fn.Refs {
 		t.add(l.at(o, r))
 	}
-	t.nodes = append(t.nodes, l.vdso...)
+	named := false
+	for _, c := range fn.Calls {
+		if name, ok := l.objs[o].NameArgs[c.Addr]; ok {
+			t.add(l.byName(name))
+			named = true
+		}
+	}
+	if !named {
+		t.nodes = append(t.nodes, l.vdso...)
+	}
 	return t
 }
 

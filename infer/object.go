@@ -56,8 +56,16 @@ type Object struct {
 	// made of the characters of C names, at the addresses of data its
 	// code takes (LEA) or its relocated words hold. A lookup by a
 	// constant name gets one of them: the loader's own lookups of libc's
-	// functions.
+	// functions. A name a function's code gives only to calls whose
+	// results it stores (NameArgs, Stores) is not one of them: the word
+	// it stores to tells where that function goes.
 	Strings []string
+	// NameArgs are the names calls are given: at each call's address,
+	// the C name its one argument that points to one is. What the
+	// loader computes from what such a call returned is the function of
+	// that name; an IFUNC resolver that computes what it returns may
+	// return the functions of the names it gives its calls.
+	NameArgs map[uint64]string
 }
 
 // lookups are the functions that look a symbol up by name, with the
@@ -93,33 +101,99 @@ func Analyse(img *image.Image) *Object {
 			a.add(w.Addr)
 		}
 	}
-	a.env = x86.Env{IsCode: img.IsCode, NoReturn: func(addr uint64) bool { return a.noReturn[addr] }, Absolute: img.Type == elf.ET_EXEC}
+	a.env = x86.Env{IsCode: img.IsCode, NoReturn: func(addr uint64) bool { return a.noReturn[addr] }, Absolute: img.Type == elf.ET_EXEC, Word: img.Word}
 	a.drain()
 	a.findNoReturn()
 	a.findLookups()
+	a.findNameArgs()
 	a.findNames()
 	return obj
 }
 
-// findNames finds the names the object's code and data point to.
+// findNames finds the names the object's code and data point to, but
+// those a function gives only to calls whose results it stores.
 func (a *analysis) findNames() {
 	names := map[string]bool{}
-	add := func(addr uint64) {
-		if s, ok := a.img.CString(addr); ok && isName(s) {
+	add := func(addr uint64, stored map[string]bool) {
+		if s, ok := a.img.CString(addr); ok && isName(s) && !stored[s] {
 			names[s] = true
 		}
 	}
 	for _, fn := range a.obj.Functions {
+		stored := a.obj.storedNames(fn)
 		for _, addr := range fn.Data {
-			add(addr)
+			add(addr, stored)
 		}
 	}
 	for _, w := range a.obj.Words {
 		if w.Kind == image.Local && !a.img.IsCode(w.Addr) {
-			add(w.Addr)
+			add(w.Addr, nil)
 		}
 	}
 	a.obj.Strings = sortedKeys(names)
+}
+
+// findNameArgs finds the calls given one pointer to a C name.
+func (a *analysis) findNameArgs() {
+	for _, addr := range sortedKeys(a.obj.Functions) {
+		for _, c := range a.obj.Functions[addr].Calls {
+			name := ""
+			for _, arg := range c.Args {
+				s, ok := a.constString(arg)
+				if !ok || !isName(s) {
+					continue
+				}
+				if name != "" {
+					name = ""
+					break
+				}
+				name = s
+			}
+			if name == "" {
+				continue
+			}
+			if a.obj.NameArgs == nil {
+				a.obj.NameArgs = map[uint64]string{}
+			}
+			a.obj.NameArgs[c.Addr] = name
+		}
+	}
+}
+
+// storedNames are the names function fn gives only to calls whose
+// results, or addresses made from them, it stores to words of its
+// object's data by address (RIP-relative), where the linker finds them.
+func (o *Object) storedNames(fn *x86.Function) map[string]bool {
+	stored := map[uint64]bool{}
+	for _, st := range fn.Stores {
+		if at, ok := st.Value.Origin(); ok && st.Dest.Kind == x86.Slot {
+			stored[at] = true
+		}
+	}
+	out := map[string]bool{}
+	for _, c := range fn.Calls {
+		name, ok := o.NameArgs[c.Addr]
+		if !ok {
+			continue
+		}
+		if all, seen := out[name]; seen {
+			out[name] = all && stored[c.Addr]
+		} else {
+			out[name] = stored[c.Addr]
+		}
+	}
+	return out
+}
+
+// foundName is the name of the function v is, where v was made from what
+// a call given a name returned.
+func (o *Object) foundName(v x86.Value) (string, bool) {
+	at, ok := v.Origin()
+	if !ok {
+		return "", false
+	}
+	name, ok := o.NameArgs[at]
+	return name, ok
 }
 
 // isName says whether s could name a symbol: letters, digits and '_'.

@@ -22,8 +22,10 @@ type stored struct {
 // functions'; an IFUNC's slot what its resolver returns. A word of data
 // that is read-only once relocated holds the address its relocation
 // gives it or one code stores there before it is sealed: a constant
-// address, or, stored by the loader, a function it looked up by name
-// (poolLoader). Anything else, a word of writable data above all, may
+// address, or, stored by the loader, a function it looked up by name:
+// the one of the name the lookup was given, where the stored address
+// was made from its result, or any it may look up (poolLoader).
+// Anything else, a word of writable data above all, may
 // hold anything: unknown. Stores are found where code writes the word
 // by name, RIP-relative or through the GOT slot of the object that
 // holds it; the analysis assumes no other write reaches a word that
@@ -54,7 +56,11 @@ func (l *linker) pointees(lc loc) ([]loc, targets) {
 				locs = append(locs, loc{st.obj, c})
 			}
 		case st.obj == l.loader:
-			t.pools |= 1 << poolLoader
+			if name, ok := l.objs[st.obj].foundName(st.v); ok {
+				locs = append(locs, l.locsOf(l.byName(name))...)
+			} else {
+				t.pools |= 1 << poolLoader
+			}
 		default:
 			t.unknown = true
 		}

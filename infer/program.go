@@ -141,13 +141,11 @@ func (p *Program) takenByRuntime() []int {
 }
 
 // loaderNamed are the functions the loader may look up by name (its
-// strings name them) and the vDSO's, which it looks up for libc.
+// strings name them): those it stores in its data for libc, the vDSO's
+// above all, are where it stores them.
 func (p *Program) loaderNamed() targets {
 	l := p.s.linker
 	set := map[int]bool{}
-	for _, n := range l.vdso {
-		set[n] = true
-	}
 	if l.loader >= 0 {
 		p.named(l.loader, set)
 	}

@@ -236,10 +236,18 @@ func (img *Image) CodeAt(addr uint64) ([]byte, bool) {
 }
 
 // Word8 returns the 8-byte little-endian word at addr in any segment.
-func (img *Image) Word8(addr uint64) (uint64, bool) {
+func (img *Image) Word8(addr uint64) (uint64, bool) { return img.Word(addr, 8) }
+
+// Word returns the size-byte (at most 8) little-endian word at addr in
+// any segment.
+func (img *Image) Word(addr uint64, size int) (uint64, bool) {
 	for _, segs := range [][]Segment{img.data, img.Code} {
-		if b, ok := at(segs, addr); ok && len(b) >= 8 {
-			return le64(b), true
+		if b, ok := at(segs, addr); ok && len(b) >= size {
+			var w uint64
+			for i := size - 1; i >= 0; i-- {
+				w = w<<8 | uint64(b[i])
+			}
+			return w, true
 		}
 	}
 	return 0, false

@@ -12,6 +12,7 @@ long tables(void);
 long tailed(void);
 int flags_set(const char *);
 int flags_clear(const char *);
+long ifunc_use(void);
 
 int main(int argc, char **argv)
 {
@@ -30,6 +31,8 @@ int main(int argc, char **argv)
 			tables();
 		else if (strcmp(argv[i], "flags") == 0)
 			flags_set("~/*"), flags_clear("/*");
+		else if (strcmp(argv[i], "ifunc") == 0)
+			ifunc_use();
 	}
 	return 0;
 }

@@ -103,6 +103,9 @@ type Function struct {
 	// ret, a tail call of a function that may return, or bytes it
 	// cannot decode.
 	Returns bool
+	// Results are the values it returns, in rax at each ret: what an
+	// IFUNC resolver may pick.
+	Results []Value
 }
 
 // Env is what the analysis of a function is told of the rest of the
@@ -118,6 +121,10 @@ type Env struct {
 	// Absolute says the code is position-dependent: its immediates may
 	// be addresses.
 	Absolute bool
+	// Word reads the size-byte little-endian word at an address of the
+	// object, where it has one: the entries of jump tables. It may be
+	// nil.
+	Word func(addr uint64, size int) (uint64, bool)
 }
 
 // Code is a stretch of decoded code, such as the bytes an FDE covers,
@@ -383,28 +390,57 @@ func (g *graph) inside(addr uint64) bool { return addr >= g.entry && addr < g.en
 type run struct {
 	g   *graph
 	env *Env
-	// start is the entry's block. An entry inside a block gets a block
-	// of its own, made of the rest of that block: block len(g.blocks)
-	// in the run's numbering.
+	// start is the entry's block.
 	start int
-	entry *block
+	// view are the run's blocks where they differ from the graph's: a
+	// block where the entry or a jump table's target lies inside it is
+	// split there, into a first part that falls into the rest, a block
+	// of the run's own, numbered from len(g.blocks) on (n counts them
+	// all); rest maps a block split to the one that holds the rest.
+	view map[int]*block
+	rest map[int]int
+	n    int
 	// in are the states on entry of the blocks reached so far, by block.
 	in map[int]*state
 }
 
 func newRun(g *graph, first int, env *Env) *run {
-	r := &run{g: g, env: env, start: g.blockOf[first], in: map[int]*state{}}
-	if b := g.blocks[r.start]; b.first != first {
-		r.start, r.entry = len(g.blocks), &block{first: first, last: b.last, succs: b.succs}
-	}
+	r := &run{g: g, env: env, view: map[int]*block{}, rest: map[int]int{}, n: len(g.blocks), in: map[int]*state{}}
+	r.start, _ = r.blockAt(first)
 	return r
 }
 
 func (r *run) block(i int) *block {
-	if i == len(r.g.blocks) {
-		return r.entry
+	if b, ok := r.view[i]; ok {
+		return b
 	}
 	return r.g.blocks[i]
+}
+
+// blockAt is the block that starts at instruction i, splitting the one
+// that holds it if none does (then split is that one).
+func (r *run) blockAt(i int) (at, split int) {
+	b := r.g.blockOf[i]
+	for {
+		k, ok := r.rest[b]
+		if !ok || i < r.block(k).first {
+			break
+		}
+		b = k
+	}
+	blk := r.block(b)
+	if blk.first == i {
+		return b, -1
+	}
+	k := r.n
+	r.n++
+	r.view[k] = &block{first: i, last: blk.last, succs: blk.succs}
+	r.view[b] = &block{first: blk.first, last: i - 1, succs: []int{k}}
+	if old, ok := r.rest[b]; ok {
+		r.rest[k] = old
+	}
+	r.rest[b] = k
+	return k, b
 }
 
 // solve runs the analysis to its fixed point over the blocks reachable
@@ -433,7 +469,18 @@ func (r *run) solve(orphans bool) {
 		}
 		succs := b.succs
 		if in := &r.g.insts[max(b.last, 0)]; b.last >= b.first && jumpTable(in) && out.tableJump(&in.op) {
-			succs = append(slices.Clip(succs), r.g.hub)
+			targets, split, ok := r.tableTargets(&in.op, &out)
+			if !ok {
+				targets = []int{r.g.hub}
+			}
+			succs = append(slices.Clip(succs), targets...)
+			for _, b := range split {
+				// Its first part now falls into the rest: run it again.
+				if _, reached := r.in[b]; reached && !queued[b] {
+					queued[b] = true
+					work = append(work, b)
+				}
+			}
 		}
 		for _, s := range succs {
 			changed := false
@@ -452,13 +499,69 @@ func (r *run) solve(orphans bool) {
 	}
 }
 
+// maxTableEntries bounds the entries of a jump table tableTargets reads;
+// a longer table leads to the hub.
+const maxTableEntries = 4096
+
+// tableTargets are the blocks a jump through a jump table whose address
+// the analysis knows may reach: the targets its entries give, read
+// until one that is no instruction, which no entry of the table can be
+// (the words after its last entry are another table's, or data). A
+// target in code outside the function is a jump out that leads nowhere
+// here. A block a target lies inside (a case the code before it falls
+// into) is split there (split lists them). Without a table to read, it
+// says so.
+func (r *run) tableTargets(in *op, out *state) (blocks, split []int, ok bool) {
+	var t Value
+	switch a := in.Args[0].(type) {
+	case x86asm.Reg:
+		reg, _, _ := gpr(a)
+		t = out.regs[reg]
+	case x86asm.Mem:
+		t = out.tableRead(a, 8)
+	}
+	if r.env.Word == nil || t.Kind != Table || len(t.Consts) != 3 || t.Consts[1] == 4 && t.Consts[2] == 0 {
+		return nil, nil, false
+	}
+	table, size, base := t.Consts[0], int(t.Consts[1]), t.Consts[2]
+	for i := 0; ; i++ {
+		if i == maxTableEntries {
+			return nil, nil, false
+		}
+		entry, ok := r.env.Word(table+uint64(i*size), size)
+		if !ok {
+			break
+		}
+		target := entry
+		if size == 4 {
+			target = base + uint64(int64(int32(entry)))
+		}
+		if !r.env.IsCode(target) {
+			break
+		}
+		if !r.g.inside(target) {
+			continue
+		}
+		j, exact := r.g.index(target)
+		if !exact {
+			break
+		}
+		at, b := r.blockAt(j)
+		blocks = append(blocks, at)
+		if b >= 0 {
+			split = append(split, b)
+		}
+	}
+	return blocks, split, len(blocks) > 0
+}
+
 // edge is the state on the edge from block b, which ends in out, to
 // its successor s: out, with the Guard the branch's direction adds.
 func (r *run) edge(b *block, s int, out *state) *state {
 	if s == r.g.hub || b.last < b.first {
 		return out
 	}
-	g := edgeGuard(&r.g.insts[b.last], out.cond, r.g.insts[r.g.blocks[s].first].addr)
+	g := edgeGuard(&r.g.insts[b.last], out.cond, r.g.insts[r.block(s).first].addr)
 	if g.Mask == 0 || out.guards.has(g) {
 		return out
 	}
@@ -555,6 +658,9 @@ func (g *graph) record(in *inst, s *state, f *Function, env *Env) {
 	switch in.Op {
 	case x86asm.RET:
 		f.Returns = true
+		if !slices.ContainsFunc(f.Results, s.regs[rax].Equal) {
+			f.Results = append(f.Results, s.regs[rax])
+		}
 	case x86asm.SYSCALL:
 		f.Syscalls = append(f.Syscalls, Syscall{Addr: in.addr, ABI: X86_64, Nr: s.regs[rax], Guard: s.guards.innermost()})
 	case x86asm.INT:
@@ -572,6 +678,11 @@ func (g *graph) record(in *inst, s *state, f *Function, env *Env) {
 		b, bbits, bok := regArg(in.Args[1])
 		if aok && bok && abits == 64 && bbits == 64 {
 			if p, c := s.regs[a], s.regs[b]; c.Kind == Const && len(c.Consts) == 1 && (p.Kind == Field || p.Kind == Loaded) {
+				if p.Kind == Loaded {
+					// The word checked, as a Field's base names it: the
+					// call it was read through is no part of that.
+					p = Value{Kind: Loaded, Consts: p.Consts[:1]}
+				}
 				f.Checks = append(f.Checks, Check{Value: p, Against: c.Consts[0]})
 			}
 		}

@@ -39,7 +39,7 @@ func (s *state) stepRegs(in *op, next uint64) {
 	case x86asm.MOV:
 		if isReg {
 			if s.tableEntry(in.Args[1], 8) && bits == 64 {
-				s.regs[dst] = Value{Kind: Table}
+				s.regs[dst] = s.tableRead(in.Args[1], 8)
 				return
 			}
 			s.set(dst, bits, s.operand(in.Args[1], next, in.MemBytes))
@@ -47,7 +47,7 @@ func (s *state) stepRegs(in *op, next uint64) {
 		return
 	case x86asm.MOVSXD:
 		if isReg && s.tableEntry(in.Args[1], 4) {
-			s.regs[dst] = Value{Kind: Table}
+			s.regs[dst] = s.tableRead(in.Args[1], 4)
 			return
 		}
 		if isReg && bits == 64 {
@@ -58,7 +58,9 @@ func (s *state) stepRegs(in *op, next uint64) {
 	case x86asm.LEA:
 		if isReg {
 			if m, ok := in.Args[1].(x86asm.Mem); ok && bits == 64 && s.tableIndex(m) {
-				s.regs[dst] = Value{Kind: Table}
+				base, _, _ := gpr(m.Base)
+				index, _, _ := gpr(m.Index)
+				s.regs[dst] = tablePlus(s.regs[base], s.regs[index])
 				return
 			}
 			s.set(dst, bits, s.address(in.Args[1], next))
@@ -101,7 +103,11 @@ func (s *state) stepRegs(in *op, next uint64) {
 		}
 	case x86asm.ADD, x86asm.OR, x86asm.AND:
 		if src, _, ok := regArg(in.Args[1]); ok && isReg && in.Op == x86asm.ADD && s.tableSum(dst, src) {
-			s.regs[dst] = Value{Kind: Table}
+			s.regs[dst] = tablePlus(s.regs[dst], s.regs[src])
+			return
+		}
+		if v, ok := s.foundSum(in, dst, bits, isReg, next); ok {
+			s.regs[dst] = v
 			return
 		}
 		if imm, ok := in.Args[1].(x86asm.Imm); ok && isReg {
@@ -198,6 +204,29 @@ func (v Value) add(d int64) Value {
 		return StackOf(v.Offset() + d)
 	}
 	return v.mapConsts(func(c uint64) uint64 { return c + uint64(d) })
+}
+
+// foundSum is what an add of a register or a word to another gives
+// where one of them was made from a call's result: an address made from
+// it (the loader's base of an object plus a symbol's value).
+func (s *state) foundSum(in *op, dst, bits int, isReg bool, next uint64) (Value, bool) {
+	if in.Op != x86asm.ADD || !isReg || bits != 64 {
+		return Value{}, false
+	}
+	if _, imm := in.Args[1].(x86asm.Imm); imm {
+		return Value{}, false
+	}
+	a, aok := s.regs[dst].Origin()
+	b, bok := s.operand(in.Args[1], next, 8).Origin()
+	switch {
+	case aok && bok && a != b:
+		return Value{}, false
+	case aok:
+		return FoundOf(a), true
+	case bok:
+		return FoundOf(b), true
+	}
+	return Value{}, false
 }
 
 // push stores v below the stack pointer and moves it down.
@@ -315,6 +344,36 @@ func (s *state) tableEntry(a x86asm.Arg, size uint8) bool {
 	return ok && bits == 64 && s.regs[base].Kind == Const
 }
 
+// tableRead is an entry of size bytes read through a memory operand
+// tableEntry accepts: where the table's address is a constant, it keeps
+// it, and an absolute entry is its target.
+func (s *state) tableRead(a x86asm.Arg, size int) Value {
+	m := a.(x86asm.Mem)
+	table := uint64(m.Disp)
+	if m.Base != 0 {
+		base, _, _ := gpr(m.Base)
+		b := s.regs[base]
+		if len(b.Consts) != 1 {
+			return Value{Kind: Table}
+		}
+		table += b.Consts[0]
+	}
+	return Value{Kind: Table, Consts: []uint64{table, uint64(size), 0}}
+}
+
+// tablePlus is the sum of two values tableSum accepts: a relative
+// entry read from a known table plus a constant is a target the table
+// tells; any other sum is a target the analysis cannot read.
+func tablePlus(a, b Value) Value {
+	if a.Kind == Const {
+		a, b = b, a
+	}
+	if a.Kind == Table && len(a.Consts) == 3 && a.Consts[1] == 4 && a.Consts[2] == 0 && b.Kind == Const && len(b.Consts) == 1 {
+		return Value{Kind: Table, Consts: []uint64{a.Consts[0], 4, b.Consts[0]}}
+	}
+	return Value{Kind: Table}
+}
+
 // tableSum says whether adding src to dst gives a jump table's target:
 // one is a constant (the table's or the code's base), the other an
 // entry read from a table or an offset the analysis does not know, as
@@ -414,7 +473,9 @@ func (s *state) load(m x86asm.Mem, next uint64, size int) Value {
 		return Value{}
 	}
 	switch b := s.regs[base]; {
-	case opaque(b.Kind) || b.Kind == Ret:
+	case b.Kind == Ret:
+		return Value{Kind: Loaded, Consts: []uint64{next, b.Consts[0]}}
+	case opaque(b.Kind):
 		return Value{Kind: Loaded, Consts: []uint64{next}}
 	case b.Kind == Const && len(b.Consts) == 1 && size == 8:
 		// A word of a structure at a constant address.

@@ -23,6 +23,10 @@ const (
 	Slot
 	// Table is an address read from a jump table (an entry indexed from
 	// a constant base, plus that base): a place in the same function.
+	// Where the table's address is known, Consts are that address, the
+	// size of its entries and what they are added to: 4-byte entries
+	// relative to a base (position-independent code), 8-byte ones
+	// absolute (added to 0).
 	Table
 	// Stack is an address in the function's frame: Offset from the
 	// stack pointer at entry.
@@ -41,13 +45,20 @@ const (
 	Demangled
 	// Loaded is the word an instruction (named by the address after it,
 	// Consts[0]) read through a pointer the analysis does not know: the
-	// same value wherever it goes, a Field's base.
+	// same value wherever it goes, a Field's base. Read through what a
+	// call returned, it keeps that call's address in Consts[1] (Found).
 	Loaded
 	// Bits is a parameter with some bits changed, as code passes its
 	// flags on: the bits of Consts[0] are parameter Arg's, those of
 	// Consts[1] set, those of Consts[2] either, the others clear. It
 	// keeps what a test of those bits says of the parameter (Guard).
 	Bits
+	// Found is an address computed from what the call at Consts[0]
+	// returned, a word read through it and a value the analysis does
+	// not know, or null: how the loader makes a symbol's address from
+	// what its lookup found (the object's base plus the symbol's value),
+	// which the lookup's name tells (infer's Object.NameArgs).
+	Found
 )
 
 // MaxConsts is how many constants a Value holds before it becomes
@@ -131,6 +142,26 @@ func ParamOf(arg int) Value { return Value{Kind: Param, Arg: uint8(arg)} }
 // SlotOf is the Value of the word at addr.
 func SlotOf(addr uint64) Value { return Value{Kind: Slot, Consts: []uint64{addr}} }
 
+// FoundOf is the Value of an address computed from what the call at
+// addr returned.
+func FoundOf(addr uint64) Value { return Value{Kind: Found, Consts: []uint64{addr}} }
+
+// Origin is the call whose result v was computed from: what it
+// returned (Ret), a word read through that (Loaded), or an address
+// made from both (Found).
+func (v Value) Origin() (uint64, bool) {
+	switch {
+	case v.Kind == Ret || v.Kind == Found:
+		return v.Consts[0], true
+	case v.Kind == Loaded && len(v.Consts) == 2:
+		return v.Consts[1], true
+	}
+	return 0, false
+}
+
+// null says whether v is the constant 0 alone.
+func (v Value) null() bool { return v.Kind == Const && len(v.Consts) == 1 && v.Consts[0] == 0 }
+
 // Equal says whether two values are the same.
 func (v Value) Equal(w Value) bool {
 	return v.Kind == w.Kind && v.Arg == w.Arg && slices.Equal(v.Consts, w.Consts)
@@ -143,7 +174,15 @@ func (v Value) Join(w Value) Value {
 		return v
 	case (v.Kind == Param || v.Kind == Bits) && (w.Kind == Param || w.Kind == Bits) && v.Arg == w.Arg:
 		return joinBits(v, w)
-	case v.Kind != Const || w.Kind != Const:
+	case v.Kind == Table && w.Kind == Table:
+		// Targets of two tables: a place in the function still, which
+		// neither table tells alone.
+		return Value{Kind: Table}
+	}
+	if a, ok := v.found(w); ok {
+		return FoundOf(a)
+	}
+	if v.Kind != Const || w.Kind != Const {
 		return Value{}
 	}
 	merged := append(slices.Clone(v.Consts), w.Consts...)
@@ -153,6 +192,23 @@ func (v Value) Join(w Value) Value {
 		return Value{}
 	}
 	return Value{Kind: Const, Consts: merged}
+}
+
+// found says whether v and w join into an address made from one call's
+// result: both are made from it, or one is and the other is null, as
+// where the loader's lookup found nothing.
+func (v Value) found(w Value) (uint64, bool) {
+	a, aok := v.Origin()
+	b, bok := w.Origin()
+	switch {
+	case aok && bok:
+		return a, a == b
+	case aok:
+		return a, w.null()
+	case bok:
+		return b, v.null()
+	}
+	return 0, false
 }
 
 // mapConsts applies f to every constant of a Const, and is Unknown
@@ -197,7 +253,12 @@ func (v Value) String() string {
 	case Demangled:
 		return "demangled"
 	case Loaded:
+		if a, ok := v.Origin(); ok {
+			return fmt.Sprintf("loaded@%#x from ret %#x", v.Consts[0], a)
+		}
 		return fmt.Sprintf("loaded@%#x", v.Consts[0])
+	case Found:
+		return fmt.Sprintf("found from ret %#x", v.Consts[0])
 	case Bits:
 		return fmt.Sprintf("param %s&%#x|%#x|?%#x", argNames[v.Arg], v.Consts[0], v.Consts[1], v.Consts[2])
 	}

@@ -137,7 +137,17 @@ func readFunction(t *testing.T, name string, src []byte) string {
 		}
 	}
 	isCode := func(a uint64) bool { return a >= base && a < codeEnd }
-	env := &Env{IsCode: isCode, NoReturn: func(a uint64) bool { return a == die && die != 0 }}
+	word := func(a uint64, size int) (uint64, bool) {
+		if a < base || a+uint64(size) > base+uint64(len(code)) {
+			return 0, false
+		}
+		var w uint64
+		for i := size - 1; i >= 0; i-- {
+			w = w<<8 | uint64(code[a-base+uint64(i)])
+		}
+		return w, true
+	}
+	env := &Env{IsCode: isCode, NoReturn: func(a uint64) bool { return a == die && die != 0 }, Word: word}
 	fn := Decode(code[entry-base:end-base], entry).Read(entry, env, false)
 	return dump(fn, names)
 }
@@ -187,6 +197,9 @@ func dump(fn *Function, names map[uint64]string) string {
 	for _, c := range fn.Checks {
 		fmt.Fprintf(&b, "check %s - %s\n", valueString(c.Value, names), at(c.Against))
 	}
+	for _, r := range fn.Results {
+		fmt.Fprintf(&b, "result %s\n", valueString(r, names))
+	}
 	fmt.Fprintf(&b, "returns %v\n", fn.Returns)
 	return b.String()
 }
@@ -222,7 +235,13 @@ func valueString(v Value, names map[uint64]string) string {
 		}
 		return strings.Join(parts, "|")
 	case Ret, Loaded:
-		return fmt.Sprintf("%s@%s", map[Kind]string{Ret: "ret", Loaded: "loaded"}[v.Kind], symbolic(v.Consts[0], names))
+		out := fmt.Sprintf("%s@%s", map[Kind]string{Ret: "ret", Loaded: "loaded"}[v.Kind], symbolic(v.Consts[0], names))
+		if a, ok := v.Origin(); ok && v.Kind == Loaded {
+			out += " from ret@" + symbolic(a, names)
+		}
+		return out
+	case Found:
+		return "found from ret@" + symbolic(v.Consts[0], names)
 	case Slot:
 		return "[" + symbolic(v.Consts[0], names) + "]"
 	case Field:
