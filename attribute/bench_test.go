@@ -21,11 +21,21 @@ func openBench(b *testing.B, path string) *elf.File {
 }
 
 // BenchmarkLinkage reads libcrypto's linkage, as the first tail-call
-// check in it does.
+// check from a frame in it does: its exports, which every object's are
+// read for, and its calls.
 func BenchmarkLinkage(b *testing.B) {
 	f := openBench(b, libcrypto)
 	for b.Loop() {
-		readLinkage(f)
+		readCalls(f, readExports(f).syms)
+	}
+}
+
+// BenchmarkExports reads libcrypto's exports, as the first tail-call
+// check from a frame in any object does.
+func BenchmarkExports(b *testing.B) {
+	f := openBench(b, libcrypto)
+	for b.Loop() {
+		readExports(f)
 	}
 }
 

@@ -20,7 +20,7 @@ func TestDefines(t *testing.T) {
 			t.Logf("SKIPPED %s: %v", path, err)
 			continue
 		}
-		l := readLinkage(f)
+		l := readExports(f)
 		if l.hash == nil {
 			t.Errorf("%s: its .gnu.hash was not taken", path)
 		}

@@ -24,56 +24,83 @@ import (
 // call), and a tail call from one library into another that tail-calls
 // libc in turn (the first library gets it).
 
-// linkage is what an object's code tells about the calls it makes to
-// other objects, read once. It keeps the dynamic symbol table as the file
-// has it: a supervisor reads the linkage of a program's objects at its
-// first attributed call, which waits, and libcrypto exports some five
-// thousand symbols, of which a lookup needs one.
-type linkage struct {
-	// plt are the ranges of the PLT sections, whose entries jump through
-	// GOT slots.
-	plt [][2]uint64
-	// slots maps GOT slots to the symbols the loader binds them to.
-	slots map[uint64]string
-	syms  dynsyms
+// An object's linkage is read in two parts, each once, when first
+// needed: a supervisor reads them at a program's first attributed call,
+// which waits. Its exports (whether it defines a function) are asked of
+// every object of the space; its calls (the GOT slots its relocations
+// bind, libcrypto's some eight thousand) only of the object a frame
+// returns into.
+
+// exports are the functions an object defines. The dynamic symbol table
+// is kept as the file has it: libcrypto exports some five thousand
+// symbols, of which a lookup needs one.
+type exports struct {
+	syms dynsyms
 	// hash is the object's .gnu.hash section, nil where it has none;
 	// defined then holds the functions it exports.
 	hash    []byte
 	defined map[string]bool
 }
 
-// linkageOf reads obj's linkage, once.
-func (obj *Object) linkageOf() *linkage {
-	obj.linkOnce.Do(func() {
-		obj.link = readLinkage(obj.elf)
-	})
-	return obj.link
+// calls are what an object's code tells about the calls it makes to
+// other objects.
+type calls struct {
+	// plt are the ranges of the PLT sections, whose entries jump through
+	// GOT slots.
+	plt [][2]uint64
+	// slots maps GOT slots to the symbols the loader binds them to.
+	slots map[uint64]string
 }
 
-func readLinkage(f *elf.File) *linkage {
-	l := &linkage{slots: map[uint64]string{}}
+// exportsOf reads obj's exports, once.
+func (obj *Object) exportsOf() *exports {
+	obj.exportsOnce.Do(func() {
+		obj.exports = readExports(obj.elf)
+	})
+	return obj.exports
+}
+
+// callsOf reads obj's calls, once.
+func (obj *Object) callsOf() *calls {
+	obj.callsOnce.Do(func() {
+		obj.calls = readCalls(obj.elf, obj.exportsOf().syms)
+	})
+	return obj.calls
+}
+
+func readExports(f *elf.File) *exports {
+	e := &exports{}
 	if f == nil {
-		return l
+		return e
 	}
-	l.syms = readDynsyms(f)
+	e.syms = readDynsyms(f)
+	if sec := f.Section(".gnu.hash"); sec != nil {
+		e.hash, _ = sec.Data()
+	}
+	if e.hash == nil || !e.syms.hashable(e.hash) {
+		e.hash, e.defined = nil, e.syms.functions()
+	}
+	return e
+}
+
+func readCalls(f *elf.File, syms dynsyms) *calls {
+	c := &calls{slots: map[uint64]string{}}
+	if f == nil {
+		return c
+	}
 	for _, sec := range f.Sections {
 		switch {
 		case sec.Name == ".plt" || sec.Name == ".plt.sec" || sec.Name == ".plt.got":
-			l.plt = append(l.plt, [2]uint64{sec.Addr, sec.Addr + sec.Size})
+			c.plt = append(c.plt, [2]uint64{sec.Addr, sec.Addr + sec.Size})
 		case sec.Type == elf.SHT_RELA:
-			readSlots(sec, l.syms, l.slots)
-		case sec.Name == ".gnu.hash":
-			l.hash, _ = sec.Data()
+			readSlots(sec, syms, c.slots)
 		}
 	}
-	if l.hash == nil || !l.syms.hashable(l.hash) {
-		l.hash, l.defined = nil, l.syms.functions()
-	}
-	return l
+	return c
 }
 
 // defines says whether the object exports function name.
-func (l *linkage) defines(name string) bool {
+func (l *exports) defines(name string) bool {
 	if l.hash == nil {
 		return l.defined[name]
 	}
@@ -106,7 +133,7 @@ func readSlots(sec *elf.Section, syms dynsyms, slots map[uint64]string) {
 }
 
 // inPLT says whether link-time address addr lies in a PLT section.
-func (l *linkage) inPLT(addr uint64) bool {
+func (l *calls) inPLT(addr uint64) bool {
 	for _, r := range l.plt {
 		if addr >= r[0] && addr < r[1] {
 			return true
@@ -140,7 +167,7 @@ func (obj *Object) callee(ret uint64) string {
 	if err != nil {
 		return ""
 	}
-	l := obj.linkageOf()
+	l := obj.callsOf()
 	if bytes.HasPrefix(code, callGOT) {
 		return l.slots[ret+uint64(int32(binary.LittleEndian.Uint32(code[2:])))]
 	}
@@ -191,7 +218,7 @@ func (s *Space) definer(sym string) *Object {
 	var found *Object
 	for i := range s.maps {
 		obj := s.maps[i].Object
-		if obj == found || obj.Runtime || obj.Kind != File || obj.elf == nil || !obj.linkageOf().defines(sym) {
+		if obj == found || obj.Runtime || obj.Kind != File || obj.elf == nil || !obj.exportsOf().defines(sym) {
 			continue
 		}
 		if found != nil {
@@ -202,8 +229,10 @@ func (s *Space) definer(sym string) *Object {
 	return found
 }
 
-// linkOnce and link hold an object's linkage, read when first needed.
+// linkCache holds an object's linkage, read when first needed.
 type linkCache struct {
-	linkOnce sync.Once
-	link     *linkage
+	exportsOnce sync.Once
+	exports     *exports
+	callsOnce   sync.Once
+	calls       *calls
 }
