@@ -125,6 +125,19 @@ long symbols_index(const struct symbols *s, const char *name);
    here), or 0. */
 uintptr_t symbols_lookup(const struct symbols *s, const char *name);
 
+/* names.c: sets of names, each with a value, which add ORs together. */
+#define NAME_SLOTS 512
+struct names {
+	const char *name[NAME_SLOTS];
+	unsigned value[NAME_SLOTS];
+	unsigned count;
+};
+/* The hash .gnu.hash gives a symbol's name. */
+uint32_t name_hash(const char *name);
+void names_add(struct names *t, const char *name, unsigned value);
+/* name's value in t, 0 where t has not got it. */
+unsigned names_find(const struct names *t, const char *name);
+
 /* stubs.c: wrappers and their stubs. */
 size_t stub_block_size(void);
 const void *stub_block(void);

@@ -77,19 +77,6 @@ extern const char syscell_gates[], syscell_redirects[];
 static __thread struct entries entries __attribute__((tls_model("initial-exec")));
 static unsigned ngates;
 
-void gate_init(void)
-{
-	syscell_entries_offset = (uintptr_t)&entries - (uintptr_t)__builtin_thread_pointer();
-}
-
-static bool named(const char *name, const char *const *names, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(names[i], name) == 0)
-			return true;
-	return false;
-}
-
 static bool prefixed(const char *name, const char *const *prefixes, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -100,64 +87,78 @@ static bool prefixed(const char *name, const char *const *prefixes, size_t n)
 
 #define COUNT(a) (sizeof a / sizeof *a)
 
-/* routine says whether name makes no call whose owner matters: string,
-   memory, character and regular expression functions, which make none;
-   malloc's family and the locks, whose calls (brk, mmap, futex) are
-   everyone's or the runtime's. They are hot enough (sed calls re_search
-   and clearerr_unlocked for every line) that a gate would cost them
-   time; a function left out here only costs time. */
-static bool routine(const char *name)
-{
-	static const char *const prefixes[] = {
-		"mem", "rawmem", "str", "stp", "wmem", "wcs", "__mem", "__str", "__stp", "__wmem", "__wcs",
-		"__ctype_", "isw", "tow", "mbr", "mbs", "wcr", "re_", "reg", "pthread_mutex_", "pthread_cond_",
-		"pthread_rwlock_", "pthread_spin_",
-	};
-	static const char *const names[] = {
-		"__errno_location", "aligned_alloc", "btowc", "calloc", "clearerr", "clearerr_unlocked", "feof",
-		"feof_unlocked", "ferror", "ferror_unlocked", "fileno", "fileno_unlocked", "free", "getenv",
-		"getopt", "getopt_long", "getopt_long_only", "isalnum", "isalpha", "isascii", "isblank",
-		"iscntrl", "isdigit", "isgraph", "islower", "isprint", "ispunct", "isspace", "isupper",
-		"isxdigit", "malloc", "malloc_usable_size", "memalign", "nl_langinfo", "posix_memalign",
-		"pthread_equal", "pthread_getspecific", "pthread_self", "pthread_setspecific", "pvalloc",
-		"realloc", "reallocarray", "secure_getenv", "tolower", "toupper", "valloc", "wctob",
-	};
-	return prefixed(name, prefixes, COUNT(prefixes)) || named(name, names, COUNT(names));
-}
+/* What a gate leaves alone (gate_binding), by name or by prefix. */
 
-/* calls_back says whether name runs the program's code while it lasts
-   (a comparison, a handler, a constructor, a thread): that code's calls
-   into libc through pointers, which pass no gate of its own, would be
-   taken for the caller's. Left without a gate, the calls such a function
-   makes itself go to the supervisor. */
-static bool calls_back(const char *name)
-{
-	static const char *const names[] = {
-		"__cxa_atexit", "__cxa_thread_atexit_impl", "__libc_start_main", "at_quick_exit", "atexit",
-		"bsearch", "clone", "exit", "fopencookie", "fork", "ftw", "ftw64", "glob", "glob64", "lfind",
-		"lsearch", "makecontext", "nftw", "nftw64", "on_exit", "pthread_create", "pthread_once",
-		"qsort", "qsort_r", "quick_exit", "scandir", "scandir64", "scandirat", "scandirat64",
-		"swapcontext", "tdelete", "tdestroy", "tfind", "tsearch", "twalk", "twalk_r",
-	};
-	return named(name, names, COUNT(names));
-}
-
-/* frameless says whether name needs its caller's frame to be the one
-   that called it: the dynamic loader's functions find the calling object
-   by the return address (dlsym's RTLD_NEXT, dlopen's namespace), and
+/* Routines make no call whose owner matters: string, memory, character
+   and regular expression functions, which make none; malloc's family and
+   the locks, whose calls (brk, mmap, futex) are everyone's or the
+   runtime's. They are hot enough (sed calls re_search and
+   clearerr_unlocked for every line) that a gate would cost them time; a
+   function left out here only costs time. */
+static const char *const routine_prefixes[] = {
+	"mem", "rawmem", "str", "stp", "wmem", "wcs", "__mem", "__str", "__stp", "__wmem", "__wcs",
+	"__ctype_", "isw", "tow", "mbr", "mbs", "wcr", "re_", "reg", "pthread_mutex_", "pthread_cond_",
+	"pthread_rwlock_", "pthread_spin_",
+};
+static const char *const routines[] = {
+	"__errno_location", "aligned_alloc", "btowc", "calloc", "clearerr", "clearerr_unlocked", "feof",
+	"feof_unlocked", "ferror", "ferror_unlocked", "fileno", "fileno_unlocked", "free", "getenv",
+	"getopt", "getopt_long", "getopt_long_only", "isalnum", "isalpha", "isascii", "isblank",
+	"iscntrl", "isdigit", "isgraph", "islower", "isprint", "ispunct", "isspace", "isupper",
+	"isxdigit", "malloc", "malloc_usable_size", "memalign", "nl_langinfo", "posix_memalign",
+	"pthread_equal", "pthread_getspecific", "pthread_self", "pthread_setspecific", "pvalloc",
+	"realloc", "reallocarray", "secure_getenv", "tolower", "toupper", "valloc", "wctob",
+};
+/* Functions that call back run the program's code while they last (a
+   comparison, a handler, a constructor, a thread): that code's calls into
+   libc through pointers, which pass no gate of its own, would be taken
+   for the caller's. Left without a gate, the calls such a function makes
+   itself go to the supervisor. */
+static const char *const calling_back[] = {
+	"__cxa_atexit", "__cxa_thread_atexit_impl", "__libc_start_main", "at_quick_exit", "atexit",
+	"bsearch", "clone", "exit", "fopencookie", "fork", "ftw", "ftw64", "glob", "glob64", "lfind",
+	"lsearch", "makecontext", "nftw", "nftw64", "on_exit", "pthread_create", "pthread_once",
+	"qsort", "qsort_r", "quick_exit", "scandir", "scandir64", "scandirat", "scandirat64",
+	"swapcontext", "tdelete", "tdestroy", "tfind", "tsearch", "twalk", "twalk_r",
+};
+/* Frameless functions need their caller's frame to be the one that
+   called them: the dynamic loader's functions find the calling object by
+   the return address (dlsym's RTLD_NEXT, dlopen's namespace), and
    functions that return twice come back to a frame a gate has left. */
-static bool frameless(const char *name)
+static const char *const frameless_prefixes[] = {"dl", "_dl", "__dl", "mcount", "_mcount"};
+static const char *const frameless[] = {
+	"__sigsetjmp", "_setjmp", "getcontext", "savectx", "setcontext", "setjmp", "sigsetjmp", "vfork",
+};
+
+/* left_alone holds the names above, hashed once: a binding is checked for
+   each symbol every image binds. */
+static struct names left_alone;
+
+static void leave_alone(const char *const *names, size_t n)
 {
-	static const char *const prefixes[] = {"dl", "_dl", "__dl", "mcount", "_mcount"};
-	static const char *const names[] = {
-		"__sigsetjmp", "_setjmp", "getcontext", "savectx", "setcontext", "setjmp", "sigsetjmp", "vfork",
-	};
-	return prefixed(name, prefixes, COUNT(prefixes)) || named(name, names, COUNT(names));
+	for (size_t i = 0; i < n; i++)
+		names_add(&left_alone, names[i], 1);
+}
+
+/* gated says whether a binding of name gets a gate. */
+static bool gated(const char *name)
+{
+	return wrapper_nr(name) < 0 && names_find(&left_alone, name) == 0 &&
+	       !prefixed(name, routine_prefixes, COUNT(routine_prefixes)) &&
+	       !prefixed(name, frameless_prefixes, COUNT(frameless_prefixes));
+}
+
+void gate_init(void)
+{
+	syscell_entries_offset = (uintptr_t)&entries - (uintptr_t)__builtin_thread_pointer();
+	leave_alone(routines, COUNT(routines));
+	leave_alone(calling_back, COUNT(calling_back));
+	leave_alone(frameless, COUNT(frameless));
 }
 
 uintptr_t gate_binding(int slot, const char *name, uintptr_t target)
 {
-	if (wrapper_nr(name) >= 0 || routine(name) || calls_back(name) || frameless(name))
+	if (!gated(name))
 		return target;
 	unsigned i = __atomic_fetch_add(&ngates, 1, __ATOMIC_RELAXED);
 	if (i >= NGATES)

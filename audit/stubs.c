@@ -1,6 +1,6 @@
 /* The wrappers of wrappers.def, by name, and where their stubs lie. */
 #include <asm/unistd_64.h>
-#include <string.h>
+#include <stddef.h>
 
 #include "audit.h"
 
@@ -56,69 +56,27 @@ size_t stub_sites(void)
 	return syscell_stub_sites - syscell_stub_block;
 }
 
-static int by_name(const struct wrapper *a, const struct wrapper *b)
-{
-	return strcmp(a->name, b->name);
-}
-
-/* sift_down restores the heap property below root, for heap_sort. */
-static void sift_down(size_t root, size_t n)
-{
-	for (size_t child; (child = 2 * root + 1) < n; root = child) {
-		if (child + 1 < n && by_name(&wrappers[child], &wrappers[child + 1]) < 0)
-			child++;
-		if (by_name(&wrappers[root], &wrappers[child]) >= 0)
-			return;
-		struct wrapper t = wrappers[root];
-		wrappers[root] = wrappers[child];
-		wrappers[child] = t;
-	}
-}
-
-/* heap_sort sorts wrappers by name in place (the runtime has no qsort:
-   glibc's took a buffer for a table this size, and first asked the
-   kernel how much memory the machine has, a call every exec'd image
-   sent to the supervisor). */
-static void heap_sort(void)
-{
-	for (size_t i = NWRAPPERS / 2; i-- > 0;)
-		sift_down(i, NWRAPPERS);
-	for (size_t n = NWRAPPERS; n-- > 1;) {
-		struct wrapper t = wrappers[0];
-		wrappers[0] = wrappers[n];
-		wrappers[n] = t;
-		sift_down(0, n);
-	}
-}
+/* by_name holds each wrapper's index, plus one. */
+static struct names by_name;
 
 /* stubs_init decides which wrappers are redirected: those whose call
-   depends on the caller, and syscall(), and sorts them for lookups. */
+   depends on the caller, and syscall(), and indexes them by name. */
 void stubs_init(void)
 {
 	for (size_t i = 0; i < NWRAPPERS; i++) {
 		int nr = wrappers[i].nr;
 		bool redirect = nr == ANY || (nr >= 0 && nr < MAX_NR && config.stub_nr[nr]);
 		wrappers[i].offset = redirect ? wrappers[i].stub - syscell_stub_block : -1;
+		names_add(&by_name, wrappers[i].name, i + 1);
 	}
-	heap_sort();
 }
 
 /* find returns the wrapper named name, or NULL, once stubs_init has
-   sorted them. */
+   indexed them. */
 static const struct wrapper *find(const char *name)
 {
-	size_t low = 0, high = NWRAPPERS;
-	while (low < high) {
-		size_t mid = low + (high - low) / 2;
-		int c = strcmp(name, wrappers[mid].name);
-		if (c == 0)
-			return &wrappers[mid];
-		if (c < 0)
-			high = mid;
-		else
-			low = mid + 1;
-	}
-	return NULL;
+	unsigned i = names_find(&by_name, name);
+	return i == 0 ? NULL : &wrappers[i - 1];
 }
 
 long wrapper_nr(const char *name)

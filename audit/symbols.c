@@ -32,14 +32,6 @@ struct symbols symbols_of(const struct link_map *map)
 	return s;
 }
 
-static uint32_t gnu_hash(const char *name)
-{
-	uint32_t h = 5381;
-	for (const unsigned char *p = (const unsigned char *)name; *p != '\0'; p++)
-		h = h * 33 + *p;
-	return h;
-}
-
 /* defines says whether symbol i is a definition of name's default
    version, as dlsym finds it (an IFUNC's address is its resolver's: the
    program's errno and cancellation functions are none). */
@@ -61,7 +53,7 @@ long symbols_index(const struct symbols *s, const char *name)
 	uint32_t nbuckets = h[0], offset = h[1], nbloom = h[2], shift = h[3];
 	const ElfW(Addr) *bloom = (const ElfW(Addr) *)(h + 4);
 	const uint32_t *buckets = (const uint32_t *)(bloom + nbloom), *chain = buckets + nbuckets;
-	uint32_t hash = gnu_hash(name);
+	uint32_t hash = name_hash(name);
 	const unsigned bits = 8 * sizeof *bloom;
 	ElfW(Addr) word = bloom[(hash / bits) % nbloom];
 	if (!((word >> (hash % bits)) & 1) || !((word >> ((hash >> shift) % bits)) & 1))

@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -34,6 +35,26 @@ func TestLibraryNeedsNoLibc(t *testing.T) {
 // glibc: its formatting, messages, number parsing and string functions
 // (testdata/runtime.c compares each with glibc's own, found past it), so
 // that the library's failures and lines read as they did with glibc.
+// TestNames checks the audit library's sets of names, which every binding
+// looks its symbol up in (testdata/names.c).
+func TestNames(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skipf("SKIPPED: %v (scripts/install-deps.sh installs it)", err)
+	}
+	prog := filepath.Join(t.TempDir(), "names")
+	args := []string{"-O2", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-Werror", "-o", prog, "testdata/names.c", filepath.Join("..", "audit", "names.c")}
+	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(prog).CombinedOutput(); err != nil || string(out) != "ok\n" {
+		t.Errorf("%s: %v\n%s", prog, err, out)
+	}
+	out, err := exec.Command(prog, "full").CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 || !strings.HasPrefix(string(out), "died: more than") {
+		t.Errorf("%s full: %v\n%s", prog, err, out)
+	}
+}
+
 func TestRuntimeMatchesGlibc(t *testing.T) {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skipf("SKIPPED: %v (scripts/install-deps.sh installs it)", err)
