@@ -133,8 +133,8 @@ void hg_thread_registered(void *cache);
 // lock when both are); hg_lock_reset frees both in a forked child.
 void hg_lock(void);
 void hg_unlock(void);
-void hg_revoke_lock(void);
-void hg_revoke_unlock(void);
+int hg_revoke_lock(void);
+void hg_revoke_unlock(int taken);
 void hg_lock_reset(void);
 
 // small.c

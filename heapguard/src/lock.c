@@ -18,6 +18,7 @@
 //   revocations need none (strict larson: CPU time 2.5x less).
 #define _GNU_SOURCE
 #include <linux/futex.h>
+#include <sys/single_threaded.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -62,14 +63,23 @@ void hg_unlock(void)
 	give(&global);
 }
 
-void hg_revoke_lock(void)
+// While the process has one thread (glibc's __libc_single_threaded, false
+// from before a second thread starts), nothing can revoke at the same time:
+// the lock is not taken, which saves strict mode two locked instructions a
+// free (about 1 % of a revocation; interleaved runs of binary-trees and
+// cfrac-like could not tell). Returns whether it was.
+int hg_revoke_lock(void)
 {
+	if (__libc_single_threaded)
+		return 0;
 	take(&revoking, SPINS);
+	return 1;
 }
 
-void hg_revoke_unlock(void)
+void hg_revoke_unlock(int taken)
 {
-	give(&revoking);
+	if (taken)
+		give(&revoking);
 }
 
 void hg_lock_reset(void)

@@ -8,9 +8,9 @@
 // One at a time (lock.c: concurrent flushes cost twice, and IPIs).
 void hg_revoke(void *page, size_t len)
 {
-	hg_revoke_lock();
+	int taken = hg_revoke_lock();
 	int done = madvise(page, len, HG_MADV_GUARD_INSTALL) == 0;
-	hg_revoke_unlock();
+	hg_revoke_unlock(taken);
 	if (done)
 		return;
 	// Kernels before 6.13 (6.15 for the shared windows) have no guard

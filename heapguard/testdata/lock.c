@@ -8,7 +8,9 @@
 //   global lock for 300 ms, the waiter's CPU time stays under 30 ms (a
 //   lock that yields in a loop keeps its waiter running, and this fails);
 // * a forked child whose parent's other thread held both locks resets
-//   them and takes them.
+//   them and takes them;
+// * the revocation lock is taken only once the process has threads (in a
+//   process of one thread, nothing can revoke at the same time).
 // Exit status 0: all held; 1: one did not (the output says which).
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -28,15 +30,16 @@ static void *add(void *arg)
 {
 	int revoking = *(int *)arg;
 	for (int i = 0; i < ADDS; i++) {
+		int taken = 0;
 		if (revoking)
-			hg_revoke_lock();
+			taken = hg_revoke_lock();
 		else
 			hg_lock();
 		long v = counter;
 		__asm__ volatile("" ::: "memory");
 		counter = v + 1;
 		if (revoking)
-			hg_revoke_unlock();
+			hg_revoke_unlock(taken);
 		else
 			hg_unlock();
 	}
@@ -69,11 +72,11 @@ static atomic_int held;
 static void *hold(void *ms)
 {
 	hg_lock();
-	hg_revoke_lock();
+	int taken = hg_revoke_lock();
 	atomic_store(&held, 1);
 	struct timespec ts = {0, *(long *)ms * 1000000L};
 	nanosleep(&ts, NULL);
-	hg_revoke_unlock();
+	hg_revoke_unlock(taken);
 	hg_unlock();
 	return NULL;
 }
@@ -121,8 +124,19 @@ static int child_resets(void)
 	return 0;
 }
 
+// Before any thread starts, the revocation lock is not taken.
+static int alone_untaken(void)
+{
+	int taken = hg_revoke_lock();
+	hg_revoke_unlock(taken);
+	if (!taken)
+		return 1;
+	fprintf(stderr, "the revocation lock was taken in a process of one thread\n");
+	return 0;
+}
+
 int main(void)
 {
-	int ok = excludes(0) & excludes(1) & sleeps() & child_resets();
+	int ok = alone_untaken() & excludes(0) & excludes(1) & sleeps() & child_resets();
 	return ok ? 0 : 1;
 }
