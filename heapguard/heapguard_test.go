@@ -14,7 +14,7 @@ import (
 )
 
 // built holds the library and the C test programs.
-type built struct{ lib, cases, bound string }
+type built struct{ lib, cases, bound, lock string }
 
 func build(t *testing.T) built {
 	t.Helper()
@@ -24,7 +24,8 @@ func build(t *testing.T) built {
 	}
 	touchSources(t)
 	dir := t.TempDir()
-	b := built{lib: filepath.Join(dir, LibraryName), cases: filepath.Join(dir, "cases"), bound: filepath.Join(dir, "bound")}
+	b := built{lib: filepath.Join(dir, LibraryName), cases: filepath.Join(dir, "cases"), bound: filepath.Join(dir, "bound"),
+		lock: filepath.Join(dir, "lock")}
 	diag, err := Build(".", b.lib, cc)
 	if err != nil {
 		t.Fatalf("building the library: %v\n%s", err, diag)
@@ -32,11 +33,13 @@ func build(t *testing.T) built {
 	if diag != "" {
 		t.Fatalf("the library must build without warnings:\n%s", diag)
 	}
-	for prog, src := range map[string]string{b.cases: "testdata/cases.c", b.bound: "testdata/bound.c"} {
-		out, err := exec.Command(cc, "-O1", "-g", "-Wall", "-Wextra", "-fno-omit-frame-pointer",
-			"-rdynamic", "-pthread", "-o", prog, src).CombinedOutput()
+	for prog, srcs := range map[string][]string{b.cases: {"testdata/cases.c"}, b.bound: {"testdata/bound.c"},
+		b.lock: {"testdata/lock.c", "src/lock.c"}} {
+		args := append([]string{"-O1", "-g", "-Wall", "-Wextra", "-fno-omit-frame-pointer",
+			"-rdynamic", "-pthread", "-o", prog}, srcs...)
+		out, err := exec.Command(cc, args...).CombinedOutput()
 		if err != nil || len(out) > 0 {
-			t.Fatalf("building %s: %v\n%s", src, err, out)
+			t.Fatalf("building %s: %v\n%s", srcs[0], err, out)
 		}
 	}
 	return b
@@ -51,7 +54,7 @@ func touchSources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range append(files, "build.sh", "testdata/cases.c", "testdata/bound.c") {
+	for _, f := range append(files, "build.sh", "testdata/cases.c", "testdata/bound.c", "testdata/lock.c") {
 		if _, err := os.ReadFile(f); err != nil {
 			t.Fatal(err)
 		}
@@ -124,6 +127,8 @@ func TestCases(t *testing.T) {
 	released := outcome{syscall.SIGSEGV, []string{"heapguard: use-after-free: read of", "in memory released long after the object was freed"}, 1}
 	doubleFree := outcome{syscall.SIGABRT, []string{"heapguard: double free of", "this free:", "in double_free", "allocated at:", "in alloc_site", "first freed at:", "in free_site"}, 1}
 	interior := outcome{syscall.SIGABRT, []string{"heapguard: invalid free (pointer inside an object)", "this free:", "in invalid_free_interior", "allocated at:", "in alloc_site"}, 1}
+	twoCallers := outcome{syscall.SIGSEGV, []string{"heapguard: use-after-free: read of", "150000 bytes into a 200000-byte object",
+		"allocated at:", "in alloc_site", "in via_b", "freed at:", "in free_site"}, 1}
 	stack := outcome{syscall.SIGABRT, []string{"heapguard: invalid free (not a heap pointer)", "this free:", "in invalid_free_stack"}, 1}
 	tests := []struct {
 		name   string
@@ -153,6 +158,7 @@ func TestCases(t *testing.T) {
 		{"uaf_large_eager", uafAt("write to", "150000 bytes into a 200000-byte object"), ptr(uafAt("write to", "150000 bytes into a 200000-byte object"))},
 		{"uaf_recycled", uafAt("read of", "100 bytes into a 4000-byte object"), ptr(outcome{syscall.SIGSEGV, []string{"a new object holds a freed object's bytes", "heapguard: use-after-free: read of", "100 bytes into a 4000-byte object", "allocated at:", "in alloc_site", "freed at:", "in free_site"}, 1})},
 		{"recycle_fork", outcome{}, &outcome{report: []string{"a new object of the child holds a freed object's bytes"}}},
+		{"uaf_two_callers", twoCallers, &twoCallers},
 	}
 	for _, tc := range tests {
 		t.Run(strict+"/"+tc.name, func(t *testing.T) {
@@ -253,6 +259,15 @@ func batchBytes(t *testing.T) int {
 	n, _ := strconv.Atoi(string(m[1]))
 	shift, _ := strconv.Atoi(string(m[2]))
 	return n << shift
+}
+
+// TestLock: the guard's locks exclude, a waiter sleeps rather than spins,
+// and a forked child resets them (testdata/lock.c, linked with src/lock.c).
+func TestLock(t *testing.T) {
+	b := build(t)
+	if sig, status, out := run(t, b, none, b.lock); sig != 0 || status != 0 {
+		t.Errorf("signal %v, exit status %d; want 0:\n%s", sig, status, out)
+	}
 }
 
 func TestSyscalls(t *testing.T) {

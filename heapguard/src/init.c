@@ -15,26 +15,7 @@ struct hg_state hg = {.memfd = -1};
 int hg_mode;
 
 atomic_int hg_ready;	// 0: not started, 1: starting, 2: usable
-static atomic_int global_lock;
 static pthread_key_t exit_key;
-
-// A spinning lock, because pthread mutexes cannot be reset in a forked
-// child as simply, and the sections it guards are short.
-void hg_lock(void)
-{
-	while (atomic_exchange_explicit(&global_lock, 1, memory_order_acquire))
-		sched_yield();
-}
-
-void hg_unlock(void)
-{
-	atomic_store_explicit(&global_lock, 0, memory_order_release);
-}
-
-void hg_lock_reset(void)
-{
-	atomic_store(&global_lock, 0);
-}
 
 // Never a silent loss of the guarantee: say it once, loudly.
 void hg_fallback(const char *why)

@@ -126,11 +126,16 @@ static inline void hg_init(void)
 
 void *hg_reserve(size_t len, int prot);
 void hg_drop(void *p, size_t len);
-void hg_lock(void);
-void hg_unlock(void);
-void hg_lock_reset(void);
 void hg_fallback(const char *why);
 void hg_thread_registered(void *cache);
+
+// lock.c: the global lock, the revocation lock (taken after the global
+// lock when both are); hg_lock_reset frees both in a forked child.
+void hg_lock(void);
+void hg_unlock(void);
+int hg_revoke_lock(void);
+void hg_revoke_unlock(int taken);
+void hg_lock_reset(void);
 
 // small.c
 int hg_small_class(size_t size, size_t align);

@@ -5,9 +5,13 @@
 
 #include "internal.h"
 
+// One at a time (lock.c: concurrent flushes cost twice, and IPIs).
 void hg_revoke(void *page, size_t len)
 {
-	if (madvise(page, len, HG_MADV_GUARD_INSTALL) == 0)
+	int taken = hg_revoke_lock();
+	int done = madvise(page, len, HG_MADV_GUARD_INSTALL) == 0;
+	hg_revoke_unlock(taken);
+	if (done)
 		return;
 	// Kernels before 6.13 (6.15 for the shared windows) have no guard
 	// markers: PROT_NONE splits the VMA but keeps the guarantee, until the

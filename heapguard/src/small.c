@@ -70,8 +70,10 @@ int hg_small_map_windows(unsigned upto)
 static void retire(struct hg_run *r)
 {
 	r->retired = 1;
+	int taken = hg_revoke_lock();
 	fallocate(hg.memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 		  (off_t)r->frame * HG_PAGE, (off_t)r->nframes * HG_PAGE);
+	hg_revoke_unlock(taken);
 	hg.chunks[r->frame / HG_CHUNK_FRAMES].retired++;
 	hg_chunk_maybe_release(r->frame / HG_CHUNK_FRAMES);
 }

@@ -158,33 +158,38 @@ static inline __attribute__((always_inline)) uint32_t intern(const uintptr_t *pc
 	return DEPOT_TRACES;
 }
 
-// A thread's memo of recent traces, by their first frame: a trace found
-// there costs the walk and a comparison with the memo entry, whose address
-// is known after the first load, where the depot needs the whole walk
-// hashed, then its index slot, then the trace (loads each waiting for the
-// last: most of a lookup's time).
-#define MEMO 64
-struct memo {
+// A thread's memo of recent traces, by the hash summed during the walk: a
+// trace found there costs the walk and a comparison with one entry, where
+// the depot needs the hash mixed, then its index slot, then the trace
+// (loads each waiting for the last: most of a lookup's time). By the whole
+// trace, not its first frame, and 256 entries: a program's hot call sites
+// are many (gcc inlines binary-trees' recursive allocation into some 200),
+// and the traces of one site reached through different callers would take
+// turns in one entry. Each mode's depth has its own entries (4 frames:
+// 40 bytes an entry in deferred mode), so a thread touches 10 KiB of them
+// in deferred mode, 18 KiB in strict mode.
+#define MEMO_BITS 8
+#define MEMO (1u << MEMO_BITS)
+struct memo_short {
+	uintptr_t pc[HD_TRACE_DEPTH];
+	uint32_t id;
+};
+struct memo_long {
 	uintptr_t pc[HG_TRACE_DEPTH];
 	uint32_t id;
 };
-static __thread struct memo memo[MEMO] __attribute__((tls_model("initial-exec")));
-
-static inline __attribute__((always_inline)) struct memo *memo_of(uintptr_t pc0)
-{
-	return &memo[(pc0 ^ pc0 >> 6) % MEMO];
-}
+static __thread struct memo_short memo_short[MEMO] __attribute__((tls_model("initial-exec")));
+static __thread struct memo_long memo_long[MEMO] __attribute__((tls_model("initial-exec")));
 
 // walk records depth frames from frame (see hg_trace_here). Inlined once
-// per mode's depth, so that the loop and the comparison have a constant
-// bound: a malloc and free pair 1-2 ns cheaper in deferred mode.
+// per mode's depth, so that the loop, the comparison and the memo have a
+// constant bound: a malloc and free pair 1-2 ns cheaper in deferred mode.
 static inline __attribute__((always_inline)) uint32_t walk(void *frame, int depth)
 {
 	uintptr_t pc[HG_TRACE_DEPTH] = {0};
 	uintptr_t fp = (uintptr_t)frame, lo = (uintptr_t)__builtin_frame_address(0);
 	uintptr_t hi = stack_top(lo);
 	pc[0] = ((uintptr_t *)fp)[1];
-	struct memo *m = memo_of(pc[0]);
 	uint64_t h = pc[0] * position[0];
 	for (int i = 1; i < depth && hi; i++) {
 		uintptr_t next = ((uintptr_t *)fp)[0];
@@ -194,12 +199,16 @@ static inline __attribute__((always_inline)) uint32_t walk(void *frame, int dept
 		pc[i] = ((uintptr_t *)fp)[1];
 		h += pc[i] * position[i];
 	}
-	if (memcmp(m->pc, pc, (size_t)depth * sizeof *pc) == 0)
-		return m->id;
+	// The sum's top bits depend on every frame (odd multipliers).
+	unsigned e = (unsigned)(h >> (64 - MEMO_BITS));
+	uintptr_t *memo_pc = depth == HD_TRACE_DEPTH ? memo_short[e].pc : memo_long[e].pc;
+	uint32_t *memo_id = depth == HD_TRACE_DEPTH ? &memo_short[e].id : &memo_long[e].id;
+	if (memcmp(memo_pc, pc, (size_t)depth * sizeof *pc) == 0)
+		return *memo_id;
 	uint32_t id = intern(pc, mix(h), depth);
 	if (id != DEPOT_TRACES) {
-		memcpy(m->pc, pc, (size_t)depth * sizeof *pc);
-		m->id = id;
+		memcpy(memo_pc, pc, (size_t)depth * sizeof *pc);
+		*memo_id = id;
 	}
 	return id;
 }

@@ -425,6 +425,37 @@ int uaf_large_eager(void)
 	return 0;
 }
 
+// One allocation site reached through two callers: two traces that differ
+// past their first frame. The object via_b made is used after it is freed:
+// the report names via_b, not via_a, however the guard remembers recent
+// traces. 200,000 bytes: revoked at its free in both modes.
+__attribute__((noinline)) char *via_a(size_t n)
+{
+	char *p = alloc_site(n);
+	sink = p[1];
+	return p;
+}
+
+__attribute__((noinline)) char *via_b(size_t n)
+{
+	char *p = alloc_site(n);
+	sink = p[2];
+	return p;
+}
+
+int uaf_two_callers(void)
+{
+	for (int i = 0; i < 3; i++) {
+		free(via_a(200000));
+		free(via_b(200000));
+	}
+	char *a = via_a(200000), *b = via_b(200000);
+	free_site(b);
+	use_freed(b + 150000, 0);
+	free(a);
+	return 0;
+}
+
 // A correct program: no report, exit 0.
 int clean(void)
 {
@@ -490,6 +521,7 @@ static const struct {
 	{"uaf_large_eager", uaf_large_eager},
 	{"uaf_recycled", uaf_recycled},
 	{"recycle_fork", recycle_fork},
+	{"uaf_two_callers", uaf_two_callers},
 	{"clean", clean},
 };
 
