@@ -8,7 +8,7 @@ packages=(
 	clang llvm libbpf-dev bpftool # eBPF programs
 	libseccomp-dev python3-seccomp # libseccomp, the baseline compiler
 	strace runc crun podman        # tracing and container runtimes (podman: integration/'s runtime tests)
-	gcc libc6-dev make             # C; libc6-dev: static libc (integration/'s probe)
+	gcc libc6-dev make             # C; libc6-dev: static libc (integration/'s probe, syscell-shim)
 	redis-server redis-tools nginx wrk postgresql postgresql-contrib fio # integration/'s servers
 	binutils python3 perl git openssl curl sqlite3 jq gawk xz-utils bzip2 # integration/'s compatibility suite and infer's Debian programs (binutils: as)
 )
