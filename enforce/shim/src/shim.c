@@ -75,8 +75,8 @@ static void __attribute__((noreturn, format(printf, 1, 2))) fail(const char *fmt
 	va_end(ap);
 	if (n > (int)sizeof msg - 2)
 		n = sizeof msg - 2;
-	if (write(FD, msg, 1 + n) < 0)
-		_exit(FAILED);
+	/* A supervisor gone would raise SIGPIPE: the shim ends all the same. */
+	send(FD, msg, 1 + n, MSG_NOSIGNAL);
 	_exit(FAILED);
 }
 
@@ -242,7 +242,7 @@ int main(void)
 	int err = pthread_create(&t, NULL, voice, &r);
 	if (err != 0)
 		fail("start the shim's voice: %s", errstr(err));
-	if (write(FD, (char[]){READY}, 1) != 1)
+	if (send(FD, (char[]){READY}, 1, MSG_NOSIGNAL) != 1)
 		fail("write to the supervisor: %s", errstr(errno));
 	/* From the install on, this thread makes no system call but execve:
 	   the policy may deny any other. */
