@@ -49,3 +49,16 @@ func BenchmarkTable(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSlot looks up a GOT slot that no relocation of libcrypto
+// binds, the longest scan, as a tail-call check of a call from a frame in
+// it does once per call chain.
+func BenchmarkSlot(b *testing.B) {
+	f := openBench(b, libcrypto)
+	c := readCalls(f, readExports(f).syms)
+	for b.Loop() {
+		if c.slot(1) != "" {
+			b.Fatal("slot 1 bound")
+		}
+	}
+}
