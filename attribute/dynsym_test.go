@@ -73,3 +73,29 @@ func TestSymbolRange(t *testing.T) {
 		t.Errorf("a name libc lacks: got %#x", got)
 	}
 }
+
+// TestSoname checks the soname read where DT_SONAME points against
+// debug/elf's reading of the whole .dynstr, on objects of the machine
+// with one and without.
+func TestSoname(t *testing.T) {
+	for _, path := range []string{
+		"/usr/lib/x86_64-linux-gnu/libc.so.6",
+		"/usr/lib/x86_64-linux-gnu/libcrypto.so.3",
+		"/usr/lib64/ld-linux-x86-64.so.2",
+		"/usr/bin/openssl",
+	} {
+		f, err := elf.Open(path)
+		if err != nil {
+			t.Logf("SKIPPED %s: %v", path, err)
+			continue
+		}
+		want := ""
+		if names, err := f.DynString(elf.DT_SONAME); err == nil && len(names) > 0 {
+			want = names[0]
+		}
+		if got := soname(f); got != want {
+			t.Errorf("%s: soname %q, want %q", path, got, want)
+		}
+		f.Close()
+	}
+}

@@ -1,6 +1,7 @@
 package attribute
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"encoding/hex"
@@ -240,9 +241,7 @@ func (o *Objects) fill(obj *Object, r io.ReaderAt) error {
 		}
 	}
 	obj.BuildID = buildID(ef)
-	if names, err := ef.DynString(elf.DT_SONAME); err == nil && len(names) > 0 {
-		obj.Soname = names[0]
-	}
+	obj.Soname = soname(ef)
 	obj.Runtime = obj.Kind == VDSO || o.runtime.Contains(obj.Soname)
 	if obj.Kind == File && ef.Entry != 0 {
 		obj.entry = o.entryRange(obj, ef.Entry)
@@ -251,6 +250,25 @@ func (o *Objects) fill(obj *Object, r io.ReaderAt) error {
 		obj.startMain = symbolRange(ef, startMainSymbol)
 	}
 	return nil
+}
+
+// soname is f's DT_SONAME, read where it lies in .dynstr: every object of
+// a process is read at its first attributed call, which waits, and
+// libcrypto's .dynstr, which debug/elf's DynString reads whole, holds
+// some hundred kilobytes of names.
+func soname(f *elf.File) string {
+	off, err := f.DynValue(elf.DT_SONAME)
+	strs := f.Section(".dynstr")
+	if err != nil || len(off) != 1 || strs == nil || off[0] >= strs.Size {
+		return ""
+	}
+	buf := make([]byte, min(strs.Size-off[0], 4096))
+	n, _ := strs.ReadAt(buf, int64(off[0]))
+	name, _, ok := bytes.Cut(buf[:n], []byte{0})
+	if !ok {
+		return ""
+	}
+	return string(name)
 }
 
 // entryRange returns the range of the function at the entry point: the FDE
