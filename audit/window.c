@@ -70,7 +70,9 @@ void window_reserve(void)
 {
 	if (stub_block_size() > 1UL << config.shift)
 		die("the stub block (%zu bytes) does not fit a slot of %lu bytes", stub_block_size(), 1UL << config.shift);
-	map_fixed(config.window, window_size(), "stub window");
+	/* The window and the epoch page after it in one mapping: in an image
+	   an exec started, each call here is a round trip to the supervisor. */
+	map_fixed(config.window, window_size() + PAGE, "stub window");
 	/* The stubs work from now on: the loader calls the program's malloc
 	   (jemalloc's, say) before relocation ends, and its wrappers are
 	   already bound to stubs. */
@@ -86,7 +88,7 @@ void window_reserve(void)
 	char *runtime = stub_runtime_pointers();
 	memcpy(runtime + STUB_FAILED, &failed, sizeof failed);
 	memcpy(runtime + STUB_SINGLE, &single, sizeof single);
-	epoch = map_fixed(config.window + window_size(), PAGE, "epoch page");
+	epoch = (struct epoch *)(config.window + window_size());
 	/* The kernel's random bytes for this image, which need no call. */
 	memcpy(&epoch->cookie, (const void *)getauxval(AT_RANDOM), sizeof epoch->cookie);
 }

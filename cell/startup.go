@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -90,12 +91,20 @@ func writeExecutable(n *notify.Notification) {
 
 // sameRoot says whether process pid has the supervisor's root directory.
 func sameRoot(pid int) bool {
-	var theirs, ours unix.Stat_t
-	if unix.Stat(fmt.Sprintf("/proc/%d/root", pid), &theirs) != nil || unix.Stat("/", &ours) != nil {
+	var theirs unix.Stat_t
+	ours, err := ownRoot()
+	if err != nil || unix.Stat(fmt.Sprintf("/proc/%d/root", pid), &theirs) != nil {
 		return false
 	}
 	return theirs.Dev == ours.Dev && theirs.Ino == ours.Ino
 }
+
+// ownRoot is the supervisor's root directory, which it never changes,
+// looked at once.
+var ownRoot = sync.OnceValues(func() (unix.Stat_t, error) {
+	var st unix.Stat_t
+	return st, unix.Stat("/", &st)
+})
 
 // imageStart is where a process is in starting an image; the
 // supervisor's mu guards it.
