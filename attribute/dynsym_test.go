@@ -5,21 +5,36 @@ import (
 	"testing"
 )
 
-// TestDefines checks the lookup of exported functions through .gnu.hash
-// against debug/elf's reading of every dynamic symbol, on libraries of
-// the machine: each function an object defines is found, and no name it
-// only imports, or that it does not have, is.
-func TestDefines(t *testing.T) {
-	for _, path := range []string{
-		"/usr/lib/x86_64-linux-gnu/libc.so.6",
-		"/usr/lib/x86_64-linux-gnu/libcrypto.so.3",
-		"/usr/bin/openssl",
-	} {
+// machineObjects are objects of the machine the linkage's readers are
+// checked on against debug/elf's: a library, the largest a server loads,
+// an executable, and the loader.
+var machineObjects = []string{
+	"/usr/lib/x86_64-linux-gnu/libc.so.6",
+	"/usr/lib/x86_64-linux-gnu/libcrypto.so.3",
+	"/usr/bin/openssl",
+	"/usr/lib64/ld-linux-x86-64.so.2",
+}
+
+// eachObject runs check on each of machineObjects the machine has,
+// logging the others as skipped.
+func eachObject(t *testing.T, check func(path string, f *elf.File)) {
+	for _, path := range machineObjects {
 		f, err := elf.Open(path)
 		if err != nil {
 			t.Logf("SKIPPED %s: %v", path, err)
 			continue
 		}
+		check(path, f)
+		f.Close()
+	}
+}
+
+// TestDefines checks the lookup of exported functions through .gnu.hash
+// against debug/elf's reading of every dynamic symbol, on objects of the
+// machine: each function an object defines is found, and no name it only
+// imports, or that it does not have, is.
+func TestDefines(t *testing.T) {
+	eachObject(t, func(path string, f *elf.File) {
 		l := readExports(f)
 		if l.hash == nil {
 			t.Errorf("%s: its .gnu.hash was not taken", path)
@@ -42,8 +57,7 @@ func TestDefines(t *testing.T) {
 				t.Errorf("%s: %q found", path, name)
 			}
 		}
-		f.Close()
-	}
+	})
 }
 
 // TestSymbolRange checks the range of libc's __libc_start_main, found
@@ -78,17 +92,7 @@ func TestSymbolRange(t *testing.T) {
 // debug/elf's reading of the whole .dynstr, on objects of the machine
 // with one and without.
 func TestSoname(t *testing.T) {
-	for _, path := range []string{
-		"/usr/lib/x86_64-linux-gnu/libc.so.6",
-		"/usr/lib/x86_64-linux-gnu/libcrypto.so.3",
-		"/usr/lib64/ld-linux-x86-64.so.2",
-		"/usr/bin/openssl",
-	} {
-		f, err := elf.Open(path)
-		if err != nil {
-			t.Logf("SKIPPED %s: %v", path, err)
-			continue
-		}
+	eachObject(t, func(path string, f *elf.File) {
 		want := ""
 		if names, err := f.DynString(elf.DT_SONAME); err == nil && len(names) > 0 {
 			want = names[0]
@@ -96,6 +100,5 @@ func TestSoname(t *testing.T) {
 		if got := soname(f); got != want {
 			t.Errorf("%s: soname %q, want %q", path, got, want)
 		}
-		f.Close()
-	}
+	})
 }
