@@ -29,6 +29,12 @@ func (c *runCmd) runCompartments(cmd *cobra.Command, args []string, path string,
 	if err != nil {
 		return inputErrorf("--exec: %w", err)
 	}
+	warnProcMem := !c.denyProcMem && !c.quiet && cell.ProcMemExposed(p)
+	if warnProcMem {
+		// The kernel is probed (a hundred microseconds) while the
+		// compartments are checked against the disk.
+		go cell.ProcMemWrites()
+	}
 	if err := c.checkStale(cmd, p); err != nil {
 		return err
 	}
@@ -36,7 +42,7 @@ func (c *runCmd) runCompartments(cmd *cobra.Command, args []string, path string,
 	if err != nil {
 		return err
 	}
-	tellWeaknesses(cmd.ErrOrStderr(), p, c.denyProcMem, c.quiet, c.stats)
+	tellWeaknesses(cmd.ErrOrStderr(), warnProcMem, c.stats)
 	command := enforce.Command{Path: path, Args: args, Stdin: cmd.InOrStdin(), Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
 	res, err := runCell(p, command, cell.Options{Mode: mode, DenialLog: out.log, Exec: rule, CountKernel: c.stats, DenyProcMem: c.denyProcMem}, sigs)
 	if res == nil {
@@ -79,12 +85,15 @@ func (c *runCmd) checkStale(cmd *cobra.Command, p *policy.Policy) error {
 }
 
 // tellWeaknesses says on stderr, before CMD starts, what of this kernel
-// and CPU lets code outside its compartment: writes through /proc/PID/mem
-// where the policy lets code open files and --deny-proc-mem is not set
-// (unless quiet), and, with stats, the hardware that would do more.
-func tellWeaknesses(w io.Writer, p *policy.Policy, denyProcMem, quiet, stats bool) {
-	if writes, why := cell.ProcMemWrites(); writes && !denyProcMem && !quiet && cell.ProcMemExposed(p) {
-		fmt.Fprintf(w, "syscell: this kernel lets a process write its own code through /proc/PID/mem whatever its protection, %s: code that may open files could rewrite another library's code; --deny-proc-mem refuses such opens\n", why)
+// and CPU lets code outside its compartment: writes through /proc/PID/mem,
+// with warnProcMem (the policy lets code open files, and neither
+// --deny-proc-mem nor -q is set), and, with stats, the hardware that would
+// do more.
+func tellWeaknesses(w io.Writer, warnProcMem, stats bool) {
+	if warnProcMem {
+		if writes, why := cell.ProcMemWrites(); writes {
+			fmt.Fprintf(w, "syscell: this kernel lets a process write its own code through /proc/PID/mem whatever its protection, %s: code that may open files could rewrite another library's code; --deny-proc-mem refuses such opens\n", why)
+		}
 	}
 	if stats {
 		hw := cell.ProbeHardware()
