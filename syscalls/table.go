@@ -1,12 +1,13 @@
 package syscalls
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // entry is one row of a generated table: a system call and its number as
@@ -21,88 +22,86 @@ type entry struct {
 // than a syscall newer than these tables.
 const MaxPlausible = 1024
 
-// abi indexes one generated table.
-type abi struct {
-	byName  map[string]uint32
-	byNr    map[uint32]string
-	names   []string // canonical, ascending by number
-	numbers []uint32 // ascending
-}
-
-// abis index each table the first time it is asked about: a run of
-// syscell asks about one or two of them, and indexing them all at
-// initialization delayed every run's start (docs/PERFORMANCE.md,
-// Programs).
-var abis = indexAll()
-
-func indexAll() []func() *abi {
-	all := make([]func() *abi, len(tables))
-	for a, t := range tables {
-		all[a] = sync.OnceValue(func() *abi { return newABI(t) })
+// tableOf returns a's table of ts, or none for an Arch outside Arches,
+// so that every query about it simply finds nothing.
+func tableOf(ts [][]entry, a Arch) []entry {
+	if int(a) < len(ts) {
+		return ts[a]
 	}
-	return all
-}
-
-// newABI indexes a table sorted by number. Where several names share a
-// number, the first is the canonical name Name reports; all of them resolve,
-// so that a policy may spell a call either way.
-func newABI(t []entry) *abi {
-	x := &abi{
-		byName: make(map[string]uint32, len(t)),
-		byNr:   make(map[uint32]string, len(t)),
-	}
-	for _, e := range t {
-		x.byName[e.name] = e.nr
-		if _, alias := x.byNr[e.nr]; alias {
-			continue
-		}
-		x.byNr[e.nr] = e.name
-		x.names = append(x.names, e.name)
-		x.numbers = append(x.numbers, e.nr)
-	}
-	return x
-}
-
-// indexOf returns an empty index for an Arch outside Arches, so that every
-// query about it simply finds nothing.
-func indexOf(a Arch) *abi {
-	if int(a) < len(abis) {
-		return abis[a]()
-	}
-	return &abi{}
+	return nil
 }
 
 // Lookup returns the number of a system call on a, with the x32 bit set for
 // x32.
 func Lookup(a Arch, name string) (nr uint32, ok bool) {
-	nr, ok = indexOf(a).byName[name]
-	return nr, ok
+	return lookup(tableOf(byName[:], a), name)
 }
 
-// Name returns the canonical name of system call nr on a.
+// lookup finds name in t, ascending by name.
+func lookup(t []entry, name string) (uint32, bool) {
+	i, ok := slices.BinarySearchFunc(t, name, func(e entry, name string) int { return strings.Compare(e.name, name) })
+	if !ok {
+		return 0, false
+	}
+	return t[i].nr, true
+}
+
+// Name returns the canonical name of system call nr on a: the first of
+// the names that share its number.
 func Name(a Arch, nr uint32) (string, bool) {
-	name, ok := indexOf(a).byNr[nr]
-	return name, ok
+	return nameOf(tableOf(tables[:], a), nr)
+}
+
+// nameOf finds the first name of nr in t, ascending by number.
+func nameOf(t []entry, nr uint32) (string, bool) {
+	i, ok := slices.BinarySearchFunc(t, nr, func(e entry, nr uint32) int { return cmp.Compare(e.nr, nr) })
+	if !ok {
+		return "", false
+	}
+	return t[i].name, true
+}
+
+// canonical yields the entries of t, ascending by number, that name a
+// number first.
+func canonical(t []entry) iter.Seq[entry] {
+	return func(yield func(entry) bool) {
+		for i, e := range t {
+			if i > 0 && t[i-1].nr == e.nr {
+				continue
+			}
+			if !yield(e) {
+				return
+			}
+		}
+	}
 }
 
 // Names lists the canonical names of a's system calls, ascending by number.
 func Names(a Arch) []string {
-	return slices.Clone(indexOf(a).names)
+	var names []string
+	for e := range canonical(tableOf(tables[:], a)) {
+		names = append(names, e.name)
+	}
+	return names
 }
 
 // Numbers lists a's system call numbers in ascending order.
 func Numbers(a Arch) []uint32 {
-	return slices.Clone(indexOf(a).numbers)
+	var nrs []uint32
+	for e := range canonical(tableOf(tables[:], a)) {
+		nrs = append(nrs, e.nr)
+	}
+	return nrs
 }
 
 // Max is the highest system call number defined on a, including the x32 bit
 // for x32, or 0 for an unknown Arch.
 func Max(a Arch) uint32 {
-	nrs := indexOf(a).numbers
-	if len(nrs) == 0 {
+	t := tableOf(tables[:], a)
+	if len(t) == 0 {
 		return 0
 	}
-	return nrs[len(nrs)-1]
+	return t[len(t)-1].nr
 }
 
 // Known reports whether name is a system call on any of the ABIs.

@@ -126,16 +126,34 @@ func TestResultsAreCopies(t *testing.T) {
 	}
 }
 
+// TestAliases checks a number two names share: both resolve, the first
+// is its name, and lists hold it once.
 func TestAliases(t *testing.T) {
-	x := newABI([]entry{{"read", 0}, {"newfstatat", 262}, {"fstatat", 262}})
-	if x.byNr[262] != "newfstatat" {
-		t.Errorf("canonical name of 262 = %q, want the first listed", x.byNr[262])
+	byNr := []entry{{"read", 0}, {"newfstatat", 262}, {"fstatat", 262}}
+	if name, _ := nameOf(byNr, 262); name != "newfstatat" {
+		t.Errorf("canonical name of 262 = %q, want the first listed", name)
 	}
-	if x.byName["fstatat"] != 262 {
-		t.Error("alias does not resolve")
+	if nr, ok := lookup([]entry{{"fstatat", 262}, {"newfstatat", 262}, {"read", 0}}, "fstatat"); !ok || nr != 262 {
+		t.Errorf("lookup(fstatat) = %d, %t: the alias does not resolve", nr, ok)
 	}
-	if !slices.Equal(x.names, []string{"read", "newfstatat"}) || !slices.Equal(x.numbers, []uint32{0, 262}) {
-		t.Errorf("names %v, numbers %v: want each number once", x.names, x.numbers)
+	if got := slices.Collect(canonical(byNr)); !slices.Equal(got, byNr[:2]) {
+		t.Errorf("canonical entries %v, want each number once", got)
+	}
+}
+
+// TestByName checks that each table sorted by name, which Lookup
+// searches, holds exactly the entries of the table by number.
+func TestByName(t *testing.T) {
+	for _, a := range Arches {
+		byNr := slices.SortedFunc(slices.Values(tables[a]), func(x, y entry) int { return strings.Compare(x.name, y.name) })
+		if !slices.Equal(byNr, byName[a]) {
+			t.Errorf("%s: the table by name differs from the table by number (run go generate)", a)
+		}
+		for i := 1; i < len(byName[a]); i++ {
+			if byName[a][i-1].name >= byName[a][i].name {
+				t.Errorf("%s: %q listed after %q", a, byName[a][i].name, byName[a][i-1].name)
+			}
+		}
 	}
 }
 

@@ -314,8 +314,8 @@ func render(xsysVersion string, amd64, i386, x32 []entry) ([]byte, error) {
 //	        plus the x86_64 calls absent from
 //	        %[4]s
 //
-// Each table is ascending by number; where two names share a number, the
-// first is canonical.
+// Each table of tables is ascending by number; where two names share a
+// number, the first is canonical.
 
 package syscalls
 
@@ -324,12 +324,25 @@ var tables = [...][]entry{
 	writeTable(&b, "X86_64", amd64, false)
 	writeTable(&b, "I386", i386, false)
 	writeTable(&b, "X32", x32, true)
+	b.WriteString(`}
+
+// byName holds the same tables ascending by name, for Lookup's binary
+// search: sorted here, they cost a run nothing to index.
+var byName = [...][]entry{
+`)
+	writeTable(&b, "X86_64", sortedByName(amd64), false)
+	writeTable(&b, "I386", sortedByName(i386), false)
+	writeTable(&b, "X32", sortedByName(x32), true)
 	b.WriteString("}\n")
 	src, err := format.Source(b.Bytes())
 	if err != nil {
 		return nil, fmt.Errorf("format tables: %w", err)
 	}
 	return src, nil
+}
+
+func sortedByName(t []entry) []entry {
+	return slices.SortedFunc(slices.Values(t), func(a, b entry) int { return cmp.Compare(a.name, b.name) })
 }
 
 // writeTable spells x32 numbers as X32Bit | N so that they read like the
