@@ -136,26 +136,31 @@ func Run(ctx context.Context, p *policy.Policy, cmd enforce.Command, opt Options
 	if len(cmd.Args) == 0 {
 		return nil, errors.New("cell: no arguments, not even the command's name")
 	}
-	lib, err := library(opt.Library)
+	// The audit library is checked while the compartments are
+	// prepared: reading its symbols is a tenth of a millisecond of every
+	// start. Its errors come first, as they would one after the other.
+	type found struct {
+		path string
+		err  error
+	}
+	audit := make(chan found, 1)
+	go func() {
+		path, err := library(opt.Library)
+		audit <- found{path, err}
+	}()
+	cfg, err := prepare(p, cmd.Path)
+	lib := <-audit
+	if lib.err != nil {
+		return nil, lib.err
+	}
 	if err != nil {
 		return nil, err
 	}
-	if err := checkExecutable(cmd.Path); err != nil {
-		return nil, err
-	}
-	ids, err := newIdentities(p)
+	prog, ch, err := startProgram(cmd, opt, lib.path, cfg.inheritRoom())
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := newConfig(p, ids)
-	if err != nil {
-		return nil, err
-	}
-	prog, ch, err := startProgram(cmd, opt, lib, cfg.inheritRoom())
-	if err != nil {
-		return nil, err
-	}
-	sup, start, err := handshake(ch, p, cfg, opt, lib, prog.Process.Pid)
+	sup, start, err := handshake(ch, p, cfg, opt, lib.path, prog.Process.Pid)
 	ch.conn.Close()
 	if err != nil {
 		prog.Process.Kill()
@@ -212,6 +217,19 @@ func library(path string) (string, error) {
 		}
 	}
 	return path, nil
+}
+
+// prepare checks that the loader will load the audit library into path
+// and makes the library's configuration for the compartments of p.
+func prepare(p *policy.Policy, path string) (config, error) {
+	if err := checkExecutable(path); err != nil {
+		return config{}, err
+	}
+	ids, err := newIdentities(p)
+	if err != nil {
+		return config{}, err
+	}
+	return newConfig(p, ids)
 }
 
 // newConfig is what the audit library is sent for the compartments of
