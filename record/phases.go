@@ -14,9 +14,10 @@ import (
 // each compartment's calls, those it made while its process served
 // (Compartment.Serving): a process serves from its own first call of one
 // of the serving calls, that call included, or from its birth when a
-// process that served forked it; its threads share its phase, and it
-// keeps serving across execve (package trace keeps the phase in the
-// kernel). Processes recorded after they started (Attach) serve from
+// process that served forked it; its threads share its phase (a thread
+// started while the process started counts as serving from its birth: it
+// runs when the scheduler lets it), and it keeps serving across execve
+// (package trace keeps the phase in the kernel). Processes recorded after they started (Attach) serve from
 // their next serving call.
 
 // DefaultServingFrom are the calls whose first one starts a process's

@@ -153,36 +153,10 @@ func sysoCalls(owner string, calls map[string]uint64) (map[string]uint64, error)
 	return out, nil
 }
 
-// threadCalls are the calls libc makes in a new thread before and after
-// its function runs (start_thread: rseq and robust list registered, the
-// signal mask restored; at its end, its stack's pages given back). A
-// thread a process started while starting makes them when the scheduler
-// lets it, which may be after the process served: in one run before, in
-// the next after.
-var threadCalls = []string{"exit", "madvise", "rseq", "rt_sigprocmask", "set_robust_list"}
-
-// namingCalls are what a library's thread does first, on any
-// compartment's behalf: name itself (pthread_setname_np's
-// prctl(PR_SET_NAME): jemalloc's background thread, redis's bio
-// threads), as late as threadCalls.
-var namingCalls = []string{"prctl"}
-
 // servingNames are the calls of c's policy while serving: those recorded
-// while serving, its threads' naming calls recorded at all, and for the
-// runtime, its thread calls recorded at all.
+// while serving, which include a lagging thread's (package trace).
 func servingNames(c *Compartment) []string {
 	// Never nil: a compartment that makes no call while serving says so
 	// (serving = []).
-	names := append([]string{}, sortedNames(c.Serving)...)
-	late := namingCalls
-	if c.Name == RuntimeName {
-		late = append(slices.Clone(threadCalls), namingCalls...)
-	}
-	for _, name := range late {
-		if _, ok := c.Calls[name]; ok {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	return slices.Compact(names)
+	return append([]string{}, sortedNames(c.Serving)...)
 }

@@ -313,4 +313,28 @@ func TestPhases(t *testing.T) {
 	})
 }
 
+// TestLaggingThread records lagging's thread, started while starting:
+// its getpriority, made before the process served in this run, may come
+// after in the next, so the policy's serving calls have it; the main
+// thread's getpgid, before its epoll_wait in every run, they have not.
+func TestLaggingThread(t *testing.T) {
+	dir := fixtureDir(t)
+	rec := recordCmd(t, exec.Command(filepath.Join(dir, fixtures.Lagging)), record.Options{ServingFrom: record.DefaultServingFrom})
+	for _, c := range rec.Compartments {
+		if filepath.Base(c.Path) != fixtures.Lagging {
+			continue
+		}
+		for name, serving := range map[string]bool{"getpriority": true, "epoll_wait": true, "getpgid": false} {
+			if _, ok := c.Calls[name]; !ok {
+				t.Errorf("%s not recorded: %v", name, sortedKeys(c.Calls))
+			}
+			if _, ok := c.Serving[name]; ok != serving {
+				t.Errorf("%s serving: %t, want %t (serving calls %v)", name, ok, serving, sortedKeys(c.Serving))
+			}
+		}
+		return
+	}
+	t.Fatalf("no compartment for %s:\n%s", fixtures.Lagging, rec.Summary())
+}
+
 func sortedKeys(m map[string]uint64) []string { return slices.Sorted(maps.Keys(m)) }

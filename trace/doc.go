@@ -27,10 +27,13 @@
 // Phases, where Options.ServingFrom asks for them: a process (thread
 // group) serves from its own first call of one of those numbers, which is
 // made while serving, or from its birth when a process that serves forks
-// it; its threads share its phase, and it keeps it across execve. The
-// kernel keeps each process's phase (Serve events say when one starts),
-// and every call it counts and every snapshot carries the phase, so that
-// counts and attribution agree on it.
+// it; its threads share its phase, and it keeps it across execve. A
+// thread the process started while starting lags: its calls count as made
+// while serving from its birth, since in another run the scheduler may
+// run them after its process served. The kernel keeps each process's
+// phase (Serve events say when one starts), and every call it counts and
+// every snapshot carries the phase, so that counts and attribution agree
+// on it.
 //
 // Tracing starts at a task user space names (Tracer.Trace) and covers every
 // task it creates from then on. Tracer.Start starts a command stopped

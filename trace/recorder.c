@@ -18,7 +18,12 @@
 // that serves forks it; its threads share its phase, and it keeps it
 // across execve. Every counted call and every snapshot carries the phase
 // of its process at that call, so that the kernel's counts and user
-// space's attribution agree.
+// space's attribution agree; but for a lagging thread: one its process
+// started while starting, whose calls, until its process serves, carry
+// the serving phase too. Its process's main thread serves when it gets
+// there; the thread runs when the scheduler lets it, and what it did
+// before that moment in one run it may do after it in the next (redis's
+// bio threads mask SIGALRM once they run).
 
 #include <linux/bpf.h>
 #include <linux/types.h>
@@ -315,10 +320,11 @@ struct scratch {
 	char tmp[PATH_BUF + NAME_MAX_LEN + 1];
 };
 
-// Values of the tasks map: a traced task, and one that saw its process
-// serve (phases).
+// Values of the tasks map: a traced task, one that saw its process serve,
+// and a lagging thread (phases).
 #define TASK_TRACED 1
 #define TASK_SERVING 2
+#define TASK_LAGGING 3
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -905,11 +911,12 @@ static __always_inline void start_serving(struct task_struct *task, __u32 tgid, 
 	output(&h, sizeof(h), LOST_OTHER);
 }
 
-// phase_of returns the phase of the current process at a call of nr,
-// which may start its serving phase; traced is the thread's entry in the
-// tasks map. A process never stops serving, so a thread that saw its
-// process serve notes it in its entry and looks no further: once a
-// process serves, its calls cost no lookup more than without phases.
+// phase_of returns the phase of a call of nr, which may start its
+// process's serving phase; traced is the thread's entry in the tasks map.
+// A process never stops serving, so a thread that saw its process serve
+// notes it in its entry and looks no further: once a process serves, its
+// calls cost no lookup more than without phases. A lagging thread's calls
+// serve from its birth.
 static __always_inline __u32 phase_of(struct task_struct *task, __u32 *traced, __u32 nr)
 {
 	if (*traced == TASK_SERVING)
@@ -919,7 +926,7 @@ static __always_inline __u32 phase_of(struct task_struct *task, __u32 *traced, _
 		__u32 slot = serving_slot(nr);
 		__u32 *starts = bpf_map_lookup_elem(&serving_from, &slot);
 		if (!starts || !*starts)
-			return PHASE_STARTING;
+			return *traced == TASK_LAGGING ? PHASE_SERVING : PHASE_STARTING;
 		start_serving(task, tgid, 0);
 	}
 	*traced = TASK_SERVING;
@@ -1043,7 +1050,10 @@ int on_fork(__u64 *ctx)
 	if (!bpf_map_lookup_elem(&tasks, &ptid))
 		return 0;
 	__u32 ctid = child->pid;
+	__u32 ptgid = parent->tgid;
 	__u32 entry = TASK_TRACED;
+	if (phases && child->tgid == ptgid && !bpf_map_lookup_elem(&serving, &ptgid))
+		entry = TASK_LAGGING;
 	if (bpf_map_update_elem(&tasks, &ctid, &entry, BPF_NOEXIST) != 0) {
 		count_lost(LOST_TASK);
 		return 0;
@@ -1061,7 +1071,6 @@ int on_fork(__u64 *ctx)
 	output(&ev, sizeof(ev), LOST_OTHER);
 	// A new process serves if its parent does, at this moment: the
 	// child has not run yet.
-	__u32 ptgid = parent->tgid;
 	if (phases && child->tgid != ptgid && bpf_map_lookup_elem(&serving, &ptgid))
 		start_serving(child, child->tgid, 1);
 	return 0;

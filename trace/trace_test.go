@@ -387,6 +387,50 @@ func TestStackHoles(t *testing.T) {
 	t.Error("readlink's stack copy never had a hole")
 }
 
+// TestLaggingThread checks the phase of a thread its process started
+// while starting: its calls serve from its birth, though its process
+// does not serve yet, while its main thread's calls before its first
+// epoll_wait start, and no Serve event comes from the thread.
+func TestLaggingThread(t *testing.T) {
+	dir := fixtures.Require(t)
+	tr := open(t, trace.Options{ServingFrom: []uint32{unix.SYS_EPOLL_WAIT}})
+	events := run(t, tr, []string{filepath.Join(dir, fixtures.Lagging)}, nil)
+	want := map[uint32]struct {
+		serving, thread bool
+	}{
+		unix.SYS_GETPRIORITY: {serving: true, thread: true},
+		unix.SYS_GETPGID:     {serving: false, thread: false},
+		unix.SYS_EPOLL_WAIT:  {serving: true, thread: false},
+	}
+	seen := map[uint32]bool{}
+	for _, s := range syscalls(events) {
+		w, ok := want[s.Nr]
+		if !ok {
+			continue
+		}
+		seen[s.Nr] = true
+		if s.Serving != w.serving || (s.TID != s.TGID) != w.thread {
+			t.Errorf("call %d by thread %d of process %d: serving %t, want %t (from a thread other than the main one: %t)", s.Nr, s.TID, s.TGID, s.Serving, w.serving, w.thread)
+		}
+	}
+	if len(seen) != len(want) {
+		t.Errorf("saw calls %v of %d", seen, len(want))
+	}
+	for _, ev := range events {
+		if s, ok := ev.(*trace.Serve); ok && (s.Born || s.TGID != tgidOf(events)) {
+			t.Errorf("serve event %+v", s)
+		}
+	}
+}
+
+// tgidOf is the process of the first call among events.
+func tgidOf(events []any) int {
+	if calls := syscalls(events); len(calls) > 0 {
+		return calls[0].TGID
+	}
+	return 0
+}
+
 // TestPhases runs phases with epoll_wait starting the serving phase: each
 // process serves from its own first epoll_wait (that call included), or
 // from its birth when a serving process forked it; every call carries its

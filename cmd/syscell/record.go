@@ -74,7 +74,9 @@ calls start serving (serving-from). A process serves from its own first
 call of epoll_wait, epoll_pwait, epoll_pwait2, accept, accept4 or
 rt_sigsuspend (the wait of a master process such as nginx's), that call
 included, or from its birth when a process that serves forks it; its
-threads share its phase, and it keeps serving across execve.
+threads share its phase (a thread started while starting counts as
+serving from its birth: the scheduler may run it after its process
+serves), and it keeps serving across execve.
 --serving-from CALL,... names other calls and implies --phases. If no
 process reaches a serving call, the policy has no phases (a warning says
 so). Recordings with phases merge only with recordings serving from the
