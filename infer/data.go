@@ -84,6 +84,15 @@ func newChunks(o *Object) *chunks {
 	for _, a := range o.Data {
 		start(a)
 	}
+	// No object spans two sections: the linker lays out each input
+	// section whole. Without these bounds the last piece of a chunked
+	// section ran on into the next (libc's .data.rel.ro into .dynamic and
+	// the GOT), so that a GOT slot code reads made live the function
+	// table at the end of .data.rel.ro (sunrpc's), which no live code
+	// takes.
+	for _, s := range o.Sections {
+		starts[s.Start], starts[s.End] = true, true
+	}
 	c.starts = sortedKeys(starts)
 	c.words = make([][]uint64, len(c.starts))
 	for _, addr := range sortedKeys(o.Words) {

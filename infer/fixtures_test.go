@@ -47,7 +47,7 @@ func options() Options {
 
 // ownLibs are this package's fixtures: testdata/NAME.c becomes
 // libNAME.so, and main.c the program main, which needs them all.
-var ownLibs = []string{"chain_b", "chain_a", "numbers", "table", "pointers", "stdio", "tables", "flags_set", "flags_clear", "ifunc"}
+var ownLibs = []string{"chain_b", "chain_a", "numbers", "table", "pointers", "stdio", "tables", "flags_set", "flags_clear", "ifunc", "sections"}
 
 // buildOwn compiles this package's fixtures once, as Debian builds: -O2,
 // no frame pointers.
@@ -244,7 +244,7 @@ func TestRecordedFixtures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs := [][]string{{filepath.Join(own, "main"), "chain", "numbers", "table", "pointers", "stdio", "tables", "flags", "ifunc"}}
+	runs := [][]string{{filepath.Join(own, "main"), "chain", "numbers", "table", "pointers", "stdio", "tables", "flags", "ifunc", "sections"}}
 	for _, mode := range slices.Sorted(maps.Keys(modes)) {
 		runs = append(runs, fixtures.Args(dir, mode))
 	}

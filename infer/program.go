@@ -12,6 +12,8 @@ type Program struct {
 	// pools are what a call of any function of each pool, with
 	// arguments the analysis does not know, can do.
 	pools [numPools]summary
+	// members are each pool's functions.
+	members [numPools]targets
 	// Stats describe the analysis.
 	Stats Stats
 	// cached counts the objects whose analysis came from a cache.
@@ -50,13 +52,13 @@ func Link(objs []*Object, kind Kind) *Program {
 	}
 	p.Stats.Objects = len(objs)
 	p.s.solve()
-	members := [numPools]targets{
+	p.members = [numPools]targets{
 		poolRuntime: {nodes: p.takenByRuntime()},
 		poolOther:   {nodes: p.takenByOthers()},
 		poolMangled: p.mangled(),
 		poolLoader:  p.loaderNamed(),
 	}
-	for i, t := range members {
+	for i, t := range p.members {
 		p.Stats.Pools[i] = len(t.nodes)
 		p.pools[i] = p.join(t)
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/syscell/syscell/infer/image"
 	"github.com/syscell/syscell/internal/shebang"
 	"github.com/syscell/syscell/record"
+	"github.com/syscell/syscell/syscalls"
 )
 
 type inferCmd struct {
@@ -26,6 +28,7 @@ type inferCmd struct {
 	dlopen  []string
 	check   string
 	showMap bool
+	explain []string
 	cache   cacheFlags
 	quiet   bool
 }
@@ -89,11 +92,20 @@ program's context: a line per function, its calls after a tab ("*" for
 any call), "(number: argument N)" where its argument N is the number of a
 call (syscall(2)), "(indirect: taken functions)" where it makes an
 indirect call the analysis bounds only by the runtime's functions whose
-addresses are taken.`,
+addresses are taken.
+
+--explain CALL says, instead of writing a policy, why each compartment
+that holds CALL does: a shortest path of functions from its live code to
+the instruction that makes the call, each reached by a call, a tail call,
+a pointer, or a pool of functions the analysis cannot tell apart (an
+indirect call it does not resolve). "all" explains every call of the
+union. A function a library does not export is named by its address in
+the object.`,
 		Example: `  syscell infer -o redis.toml -- redis-server
   syscell infer --format syso-json -o nginx.json -- nginx
   syscell infer --dlopen libnss_files.so.2 -- ./server
-  syscell infer --check recorded.toml -- ./server`,
+  syscell infer --check recorded.toml -- ./server
+  syscell infer --explain mremap -- redis-server`,
 		Args: needCommand,
 		RunE: func(cmd *cobra.Command, args []string) error { return c.run(cmd, args) },
 	}
@@ -104,6 +116,7 @@ addresses are taken.`,
 	fs.StringArrayVar(&c.dlopen, "dlopen", nil, "also load `LIB` and what it needs, as dlopen would (repeatable)")
 	fs.StringVar(&c.check, "check", "", "compare with the recorded policy in `FILE` instead of writing one")
 	fs.BoolVar(&c.showMap, "map", false, "write the runtime's map of functions to calls instead of a policy")
+	fs.StringSliceVar(&c.explain, "explain", nil, "say why each compartment holds `CALL` (repeatable, comma-separated; all: every call) instead of writing a policy")
 	fs.BoolVarP(&c.quiet, "quiet", "q", false, "no summary or progress lines")
 	c.cache.register(cmd)
 	return cmd
@@ -112,6 +125,11 @@ addresses are taken.`,
 func (c *inferCmd) run(cmd *cobra.Command, args []string) error {
 	if c.format != "toml" && c.format != "syso-json" {
 		return inputErrorf("--format: unknown format %q (want toml or syso-json)", c.format)
+	}
+	for _, name := range c.explain {
+		if _, ok := syscalls.Lookup(syscalls.X86_64, name); !ok && name != "all" {
+			return inputErrorf("--explain: unknown x86_64 system call %q", name)
+		}
 	}
 	var recorded *record.Recording
 	if c.check != "" {
@@ -145,6 +163,16 @@ func (c *inferCmd) run(cmd *cobra.Command, args []string) error {
 			return inferError(err)
 		}
 		return writeOutput(cmd, c.output, formatMap(m))
+	case len(c.explain) > 0:
+		names := c.explain
+		if slices.Contains(names, "all") {
+			names = nil
+		}
+		whys, err := infer.Explain(path, opt, names)
+		if err != nil {
+			return inferError(err)
+		}
+		return writeOutput(cmd, c.output, formatWhys(whys))
 	}
 	res, err := infer.Infer(path, opt)
 	if err != nil {
@@ -264,4 +292,26 @@ func argList(bits uint8) string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// formatWhys writes a path per call and compartment: the compartment's
+// function first, each next one with how it is reached, and how the last
+// makes the call.
+func formatWhys(whys []infer.Why) []byte {
+	var b bytes.Buffer
+	for _, w := range whys {
+		fmt.Fprintf(&b, "%s in %s:\n", w.Call, w.Compartment)
+		for i, s := range w.Steps {
+			switch {
+			case i == 0 && s.How == "":
+				fmt.Fprintf(&b, "  %s\n", s)
+			case i == 0:
+				fmt.Fprintf(&b, "  %s: %s\n", s.How, s)
+			default:
+				fmt.Fprintf(&b, "  -> %s: %s\n", s.How, s)
+			}
+		}
+		fmt.Fprintf(&b, "  => %s\n", w.End)
+	}
+	return b.Bytes()
 }

@@ -13,6 +13,7 @@ long tailed(void);
 int flags_set(const char *);
 int flags_clear(const char *);
 long ifunc_use(void);
+long sections(void);
 
 int main(int argc, char **argv)
 {
@@ -33,6 +34,8 @@ int main(int argc, char **argv)
 			flags_set("~/*"), flags_clear("/*");
 		else if (strcmp(argv[i], "ifunc") == 0)
 			ifunc_use();
+		else if (strcmp(argv[i], "sections") == 0)
+			sections();
 	}
 	return 0;
 }
