@@ -69,13 +69,14 @@ static size_t strict_room(size_t size, size_t room, size_t align, uint32_t site)
 	return to;
 }
 
-// strict_grew notes that realloc grows strict-mode object p (made at site,
-// of requested size was) to size bytes: past its request's class, it
-// credits the site.
+// strict_grew notes that realloc grows a strict-mode object made at site,
+// of requested size was, to size bytes: past its request's class, it
+// credits the site. Not past the small classes: room there would make a
+// small object a large one, fresh pages of its own.
 static void strict_grew(uint32_t site, size_t was, size_t size)
 {
 	int cls = hg_small_class(was, 16);
-	if (cls < 0 || size <= hg_class_size[cls])
+	if (cls < 0 || size <= hg_class_size[cls] || size > HG_SMALL_MAX)
 		return;
 	struct growth *g = growth_of(site, cls);
 	int score = atomic_load_explicit(&g->score, memory_order_relaxed) + GROWTH_CREDIT;
@@ -119,7 +120,8 @@ static size_t realloc_room(size_t size)
 }
 
 // strict_realloc notes, before realloc grows strict-mode object p to size
-// bytes, which site made it and what it asked for.
+// bytes, which site made it and what it asked for (a record's alloc is
+// the trace id + 1, with the class above bit 24: small.c, large.c).
 static void strict_realloc(void *p, size_t size)
 {
 	uintptr_t a = (uintptr_t)p, start;
