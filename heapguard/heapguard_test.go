@@ -208,6 +208,18 @@ func TestClean(t *testing.T) {
 	}
 }
 
+// TestReallocRoom: in strict mode, where realloc's every move is a
+// revocation, the objects of a site that realloc grows get the room at
+// once (src/api.c); deferred mode gives none, and moves them all.
+func TestReallocRoom(t *testing.T) {
+	b := build(t)
+	for mode, want := range map[string]int{strict: 0, deferred: 1} {
+		if sig, status, stderr := run(t, b, mode, b.cases, "realloc_room"); sig != 0 || status != want {
+			t.Errorf("%s: signal %v, exit status %d, want %d; stderr:\n%s", mode, sig, status, want, stderr)
+		}
+	}
+}
+
 // TestWithoutGuard shows that the cases test the guard: under glibc's
 // malloc the same uses of freed memory go unnoticed.
 func TestWithoutGuard(t *testing.T) {

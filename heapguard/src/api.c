@@ -29,11 +29,70 @@ static void *guarded_alloc(size_t size, size_t room, size_t align, uint32_t trac
 	return cls >= 0 ? hg_small_alloc(cls, size, trace) : hg_large_alloc(size, align, trace);
 }
 
+// Growth (strict mode, where each move of realloc is a revocation): the
+// sites whose small objects realloc grows past their class get that much
+// room from the start. sqlite3 makes 16-byte objects it grows to 40 bytes:
+// 30,000 moves, 12 % of its CPU time. Kept per allocation site and class
+// of the requested size (hashed; a collision only misplaces room), as a
+// score: a growth adds GROWTH_CREDIT, an object made with room takes 1,
+// so that at most GROWTH_CREDIT objects get room per object seen growing.
+// A site most of whose objects do not grow (Python's allocator wraps
+// malloc, so all its objects share a few sites) stops getting it: memory
+// and the fresh frames room takes cost more than the rare moves.
+#define GROWTH_BITS 12
+#define GROWTH_CREDIT 8
+#define GROWTH_MAX 1024
+static struct growth {
+	atomic_int score;
+	atomic_uint to;		// the size an object made here last grew to
+} growth[1u << GROWTH_BITS];
+
+static struct growth *growth_of(uint32_t site, int cls)
+{
+	uint32_t h = (site * HG_CLASSES + (uint32_t)cls) * 0x9e3779b9u;
+	return &growth[h >> (32 - GROWTH_BITS)];
+}
+
+// strict_room returns the room a strict-mode object of size bytes made at
+// site gets.
+static size_t strict_room(size_t size, size_t room, size_t align, uint32_t site)
+{
+	int cls = hg_small_class(size, align);
+	if (cls < 0)
+		return room;
+	struct growth *g = growth_of(site, cls);
+	size_t to = atomic_load_explicit(&g->to, memory_order_relaxed);
+	int score = atomic_load_explicit(&g->score, memory_order_relaxed);
+	if (score <= 0 || to <= room || to > 4 * size)
+		return room;
+	atomic_store_explicit(&g->score, score - 1, memory_order_relaxed);
+	return to;
+}
+
+// strict_grew notes that realloc grows a strict-mode object made at site,
+// of requested size was, to size bytes: past its request's class, it
+// credits the site. Not past the small classes: room there would make a
+// small object a large one, fresh pages of its own.
+static void strict_grew(uint32_t site, size_t was, size_t size)
+{
+	int cls = hg_small_class(was, 16);
+	if (cls < 0 || size <= hg_class_size[cls] || size > HG_SMALL_MAX)
+		return;
+	struct growth *g = growth_of(site, cls);
+	int score = atomic_load_explicit(&g->score, memory_order_relaxed) + GROWTH_CREDIT;
+	atomic_store_explicit(&g->score, score < GROWTH_MAX ? score : GROWTH_MAX, memory_order_relaxed);
+	atomic_store_explicit(&g->to, (unsigned)size, memory_order_relaxed);
+}
+
+// alloc_in makes an object of size bytes in room bytes or more.
 static void *alloc_in(size_t size, size_t room, size_t align, void *frame)
 {
 	hg_init();
 	if (!atomic_load_explicit(&hg.fallback, memory_order_relaxed)) {
-		void *p = guarded_alloc(size, room, align, hg_trace_here(frame));
+		uint32_t trace = hg_trace_here(frame);
+		if (hg_mode == HG_STRICT)
+			room = strict_room(size, room, align, trace);
+		void *p = guarded_alloc(size, room, align, trace);
 		if (p || !atomic_load(&hg.fallback)) {
 			if (!p)
 				errno = ENOMEM;
@@ -58,6 +117,17 @@ static size_t realloc_room(size_t size)
 	if (size > most)
 		return size;
 	return size * 2 < most ? size * 2 : most;
+}
+
+// strict_realloc notes, before realloc grows strict-mode object p to size
+// bytes, which site made it and what it asked for (a record's alloc is
+// the trace id + 1, with the class above bit 24: small.c, large.c).
+static void strict_realloc(void *p, size_t size)
+{
+	uintptr_t a = (uintptr_t)p, start;
+	const struct hg_record *r = hg.small && hg_in_small(a) ? hg_small_record(a) : hg_large_find(a, &start);
+	if (r)
+		strict_grew((atomic_load(&r->alloc) - 1) & 0xffffff, r->size, size);
 }
 
 static void release(void *p, void *frame)
@@ -134,6 +204,8 @@ API void *realloc(void *p, size_t size)
 	if (!ours((uintptr_t)p))
 		return __libc_realloc(p, size);
 	size_t old = usable(p, frame);
+	if (hg_mode == HG_STRICT)
+		strict_realloc(p, size);
 	if (size <= old || (hd_owns((uintptr_t)p) && hd_grow(p, size)))
 		return p;
 	void *q = alloc_in(size, realloc_room(size), 16, frame);

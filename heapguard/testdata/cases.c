@@ -480,6 +480,24 @@ int clean(void)
 	return system("exit 0") == 0 ? 0 : 7;
 }
 
+// realloc_room: objects of one site that realloc grows from 16 to 40
+// bytes. Exits 0 if at least 48 of 64 grew in place (strict mode gives the
+// site's objects the room once it has seen some grow), else 1.
+int realloc_room(void)
+{
+	char *grown[64];
+	int in_place = 0;
+	for (int i = 0; i < 64; i++) {
+		char *p = alloc_site(16);
+		grown[i] = realloc(p, 40);
+		in_place += grown[i] == p;
+	}
+	for (int i = 0; i < 64; i++)
+		free(grown[i]);
+	printf("%d of 64 grew in place\n", in_place);
+	return in_place >= 48 ? 0 : 1;
+}
+
 // Memory allocated before any constructor runs is guarded too.
 char *early;
 void before_constructors(int argc, char **argv, char **envp)
@@ -523,6 +541,7 @@ static const struct {
 	{"recycle_fork", recycle_fork},
 	{"uaf_two_callers", uaf_two_callers},
 	{"clean", clean},
+	{"realloc_room", realloc_room},
 };
 
 int main(int argc, char **argv)
