@@ -9,12 +9,7 @@
 #include <link.h>
 #include <sys/syscall.h>
 
-#define CALL(nr)                                                                       \
-	{                                                                              \
-		long r;                                                                \
-		__asm__ volatile("syscall" : "=a"(r) : "a"((long)(nr)) : "rcx", "r11", "memory"); \
-		return r;                                                              \
-	}
+#include "call.h"
 
 struct ops {
 	long (*first)(void);

@@ -6,12 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define CALL(nr)                                                                       \
-	{                                                                              \
-		long r;                                                                \
-		__asm__ volatile("syscall" : "=a"(r) : "a"((long)(nr)) : "rcx", "r11", "memory"); \
-		return r;                                                              \
-	}
+#include "call.h"
 
 struct ops {
 	long (*first)(void);
