@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "rt.h"
 
 #define PENDING -1
 #define ABORT -2
@@ -54,19 +55,7 @@ static bool send_listener(int sock, int listener)
 {
 	char line[64];
 	int n = snprintf(line, sizeof line, "listener %d\n", (int)getpid());
-	char control[CMSG_SPACE(sizeof listener)] = {0};
-	struct iovec iov = {line, n};
-	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
-	struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
-	cmsg->cmsg_level = SOL_SOCKET;
-	cmsg->cmsg_type = SCM_RIGHTS;
-	cmsg->cmsg_len = CMSG_LEN(sizeof listener);
-	memcpy(CMSG_DATA(cmsg), &listener, sizeof listener);
-	ssize_t sent;
-	do
-		sent = sendmsg(sock, &msg, MSG_NOSIGNAL);
-	while (sent < 0 && errno == EINTR);
-	return sent == n;
+	return rt_send_fd(sock, line, n, listener) == n;
 }
 
 static int helper(void *arg)

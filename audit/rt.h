@@ -17,6 +17,8 @@
 #ifndef SYSCELL_RT_H
 #define SYSCELL_RT_H
 
+#include <sys/types.h>
+
 /* A system call, its result as the kernel returns it: -errno on failure. */
 static inline long rt_call(long nr, long a, long b, long c, long d, long e, long f)
 {
@@ -34,5 +36,10 @@ static inline long rt_call(long nr, long a, long b, long c, long d, long e, long
 /* rt_result turns a kernel result into the C library's: -1 with errno
    set on failure. */
 long rt_result(long ret);
+
+/* rt_send_fd sends len bytes of data on sock with descriptor fd
+   (SCM_RIGHTS), without SIGPIPE, again where a signal interrupts it; it
+   returns what sendmsg returns. */
+ssize_t rt_send_fd(int sock, const void *data, size_t len, int fd);
 
 #endif

@@ -13,4 +13,4 @@ rt=$here/../../audit
 exec "$cc" -O2 -std=gnu11 -D_GNU_SOURCE -U_FORTIFY_SOURCE -Wall -Wextra \
 	-ffreestanding -fno-stack-protector -fno-tree-loop-distribute-patterns -nostdlib -static -no-pie \
 	-I"$rt" -Wl,-z,noexecstack -o "$out" "$here"/src/shim.c "$here"/src/start.S \
-	"$rt"/rt_syscall.c "$rt"/rt_string.c "$rt"/rt_error.c "$rt"/rt_format.c "$rt"/rt_alloc.c "$rt"/rt_clone.S
+	"$rt"/rt_syscall.c "$rt"/rt_string.c "$rt"/rt_error.c "$rt"/rt_format.c "$rt"/rt_alloc.c "$rt"/rt_socket.c "$rt"/rt_clone.S

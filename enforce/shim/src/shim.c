@@ -220,15 +220,7 @@ static void close_on_exec(void)
 static void send_listener(int fd)
 {
 	char byte = LISTENER;
-	char control[CMSG_SPACE(sizeof fd)] = {0};
-	struct iovec iov = {&byte, 1};
-	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
-	struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
-	cmsg->cmsg_level = SOL_SOCKET;
-	cmsg->cmsg_type = SCM_RIGHTS;
-	cmsg->cmsg_len = CMSG_LEN(sizeof fd);
-	memcpy(CMSG_DATA(cmsg), &fd, sizeof fd);
-	if (sendmsg(FD, &msg, MSG_NOSIGNAL) != 1)
+	if (rt_send_fd(FD, &byte, 1, fd) != 1)
 		fail("send the listener: %s", errstr(errno));
 }
 
