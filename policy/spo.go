@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
@@ -173,10 +174,13 @@ func checkSPORule(r Rule) error {
 func returnsErrno(a Action) bool { return a.Kind == Errno || a.Kind == Trace }
 
 // Kubernetes' rules for names (k8s.io/apimachinery's IsDNS1123Subdomain and
-// IsDNS1123Label).
+// IsDNS1123Label), compiled when first used, not at every start of
+// syscell.
 var (
-	dns1123Label     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-	dns1123Subdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	dns1123Label     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`) })
+	dns1123Subdomain = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	})
 )
 
 const (
@@ -194,10 +198,10 @@ func (o SPOOptions) metadata(source string) (spoMetadata, error) {
 			return spoMetadata{}, err
 		}
 	}
-	if len(name) > maxSubdomain || !dns1123Subdomain.MatchString(name) {
+	if len(name) > maxSubdomain || !dns1123Subdomain().MatchString(name) {
 		return spoMetadata{}, fmt.Errorf("metadata.name %q is not a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit, at most %d characters)", name, maxSubdomain)
 	}
-	if ns := o.Namespace; ns != "" && (len(ns) > maxLabel || !dns1123Label.MatchString(ns)) {
+	if ns := o.Namespace; ns != "" && (len(ns) > maxLabel || !dns1123Label().MatchString(ns)) {
 		return spoMetadata{}, fmt.Errorf("metadata.namespace %q is not a DNS-1123 label (lowercase letters, digits and '-', starting and ending with a letter or digit, at most %d characters)", ns, maxLabel)
 	}
 	return spoMetadata{Name: name, Namespace: o.Namespace}, nil

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -44,13 +45,14 @@ type Container struct {
 // names are what the runtime may pass for a container id, a policy or a
 // recording: one path component, nothing a path could escape with, of at
 // most maxName bytes. (A bounded repetition in the expression would
-// compile to hundreds of states at every start of syscell.)
-var names = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+// compile to hundreds of states.) It is compiled when first used, not at
+// every start of syscell.
+var names = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`) })
 
 const maxName = 251
 
 func checkName(what, name string) error {
-	if len(name) > maxName || !names.MatchString(name) {
+	if len(name) > maxName || !names().MatchString(name) {
 		return fmt.Errorf("%s %q: a name of letters, digits, '.', '_' and '-' (not a path)", what, name)
 	}
 	return nil
