@@ -3,8 +3,11 @@ package attribute
 import (
 	"bufio"
 	"bytes"
+	"debug/elf"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -29,6 +32,22 @@ func (o *Objects) VDSO() *Object {
 // VDSOImage returns a copy of the vDSO's image, as the kernel maps it
 // into every x86_64 process.
 func VDSOImage() ([]byte, error) { return readOwnVDSO() }
+
+// VDSOFunctions returns the names of the functions this kernel's vDSO
+// exports, sorted: what glibc looks up there, and a policy inferred on
+// a machine assumes of its kernel (policy.Policy.VDSO).
+func VDSOFunctions() ([]string, error) {
+	image, err := readOwnVDSO()
+	if err != nil {
+		return nil, err
+	}
+	f, err := elf.NewFile(bytes.NewReader(image))
+	if err != nil {
+		return nil, fmt.Errorf("read the vDSO: %w", err)
+	}
+	defer f.Close()
+	return slices.Sorted(maps.Keys(readDynsyms(f).functions())), nil
+}
 
 // readOwnVDSO copies the [vdso] mapping of this process.
 func readOwnVDSO() ([]byte, error) {

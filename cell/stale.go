@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 
 	"github.com/syscell/syscell/attribute"
@@ -52,6 +53,38 @@ func staleness(c policy.Compartment) string {
 		return fmt.Sprintf("%s is another build (build-id %s, the policy's %s): the compartment matches nothing; record the program again", c.Path, orNone(id), c.BuildID)
 	}
 	return ""
+}
+
+// StaleVDSO says which functions p assumes the vDSO exports
+// (policy.Policy.VDSO) this kernel's vDSO lacks, "" for none: where it
+// lacks one, glibc makes the system call it falls back to, which the
+// inference left out of the policy.
+func StaleVDSO(p *policy.Policy) string {
+	if len(p.VDSO) == 0 {
+		return ""
+	}
+	have, err := attribute.VDSOFunctions()
+	if err != nil {
+		return fmt.Sprintf("%s: vdso: %v: the functions the policy assumes it exports are not known to be there", p.Source, err)
+	}
+	return vdsoProblem(p.Source, p.VDSO, have)
+}
+
+// vdsoProblem says which of the functions a policy assumes the vDSO
+// exports are not among have, sorted, "" for none.
+func vdsoProblem(source string, assumed, have []string) string {
+	var missing []string
+	for _, name := range assumed {
+		if !slices.Contains(have, name) {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	slices.Sort(missing)
+	return fmt.Sprintf("%s: this kernel's vDSO lacks %s, which the policy assumes it exports (vdso): glibc makes the system calls it falls back to instead, which the policy may deny; infer the program again on this machine",
+		source, strings.Join(slices.Compact(missing), ", "))
 }
 
 func orNone(id string) string {

@@ -47,3 +47,35 @@ func TestStaleCompartments(t *testing.T) {
 		})
 	}
 }
+
+func TestStaleVDSO(t *testing.T) {
+	have, err := attribute.VDSOFunctions()
+	if err != nil || len(have) == 0 {
+		t.Skipf("SKIPPED: this kernel maps no vDSO with functions: %v", err)
+	}
+	tests := []struct {
+		name   string
+		vdso   []string
+		want   string // a part of the problem, "" for none
+		absent string // a part the problem must not have
+	}{
+		{"nothing assumed", nil, "", ""},
+		{"as this kernel's", have, "", ""},
+		{"one this kernel lacks", []string{have[0], "__vdso_gone"}, "p.toml: this kernel's vDSO lacks __vdso_gone, which the policy assumes it exports (vdso)", have[0] + ","},
+		{"two, sorted", []string{"__vdso_z", "__vdso_a"}, "lacks __vdso_a, __vdso_z, which", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := cell.StaleVDSO(&policy.Policy{VDSO: tt.vdso, Source: "p.toml"})
+			if tt.want == "" {
+				if got != "" {
+					t.Fatalf("problem %q, want none", got)
+				}
+				return
+			}
+			if !strings.Contains(got, tt.want) || tt.absent != "" && strings.Contains(got, tt.absent) {
+				t.Fatalf("problem %q, want one saying %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -12,7 +12,7 @@ import (
 // factsVersion names the form of the analysis a cache holds: a change to
 // the analysis that changes its facts gets a new one, so that old
 // entries are never read.
-const factsVersion = 5
+const factsVersion = 6
 
 // Cache keeps the analysis of objects by GNU build-id, in a directory:
 // an object is read once, whatever path it is loaded from.

@@ -83,6 +83,8 @@ func Compare(recorded, inferred *record.Recording) *Report {
 // uses to decide in the kernel the calls made from the runtime's code
 // that every compartment able to reach them may make.
 func Annotate(recorded, inferred *record.Recording) {
+	// The reaches hold where the vDSO the inference read does.
+	recorded.VDSO = union(recorded.VDSO, inferred.VDSO)
 	byKey := map[string]*record.Compartment{}
 	for _, c := range inferred.Compartments {
 		byKey[compartmentKey(c.Name, c.Path, c.BuildID)] = c

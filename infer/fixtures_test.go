@@ -292,3 +292,37 @@ func TestNames(t *testing.T) {
 		}
 	})
 }
+
+// TestVDSOFallback checks, against testdata/vdso.txt, that a system call
+// glibc makes only where the vDSO lacks a function is inferred where
+// this machine's vDSO lacks it, and only there, and that the result
+// records the functions it assumed.
+func TestVDSOFallback(t *testing.T) {
+	dir := ownFixtures(t)
+	res, err := Infer(filepath.Join(dir, "main"), options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	exported, err := attribute.VDSOFunctions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := byBase(res.Recording())
+	forEachVector(t, "vdso.txt", func(n int, fields []string) {
+		if len(fields) != 3 {
+			t.Fatalf("vdso.txt:%d: want FUNCTION CALL COMPARTMENT", n)
+		}
+		function, call, owner := fields[0], fields[1], fields[2]
+		c := got[owner]
+		if c == nil {
+			t.Fatalf("vdso.txt:%d: no compartment %s", n, owner)
+		}
+		here := slices.Contains(exported, function)
+		if _, has := c.Calls[call]; has == here {
+			t.Errorf("vdso.txt:%d: %s has %s: %v, with the vDSO exporting %s: %v", n, owner, call, has, function, here)
+		}
+		if assumed := slices.Contains(res.VDSO, function); assumed != here {
+			t.Errorf("vdso.txt:%d: %s assumed: %v (%v), with the vDSO exporting it: %v", n, function, assumed, res.VDSO, here)
+		}
+	})
+}

@@ -63,7 +63,11 @@ type Result struct {
 	Runtime Calls
 	// StartUp are the loader's, starting the program.
 	StartUp Calls
-	Stats   Stats
+	// VDSO names the functions of this machine's vDSO whose presence
+	// left an IFUNC resolver's system-call fallback out, sorted: what
+	// the result assumes of the kernel (policy.Policy.VDSO).
+	VDSO  []string
+	Stats Stats
 	// Cached counts the objects whose analysis came from the cache.
 	Cached int
 	// Elapsed is how long the inference took.
@@ -88,7 +92,7 @@ func Infer(exe string, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Runtime: p.Runtime(), StartUp: p.StartUp(), Stats: p.Stats, Cached: p.cached}
+	res := &Result{Runtime: p.Runtime(), StartUp: p.StartUp(), VDSO: p.VDSO(), Stats: p.Stats, Cached: p.cached}
 	for i, o := range objs {
 		if p.s.runtime[i] {
 			continue
@@ -229,7 +233,7 @@ const VDSOName = "[vdso]"
 // for whatever code a signal interrupted: every compartment gets them,
 // rt_sigreturn where the program can install a handler at all.
 func (r *Result) Recording() *record.Recording {
-	rec := &record.Recording{StartUp: map[string]uint64{}}
+	rec := &record.Recording{StartUp: map[string]uint64{}, VDSO: slices.Clone(r.VDSO)}
 	union := map[string]bool{}
 	add := func(name, path, buildID string, calls Calls) {
 		c := &record.Compartment{Name: name, Path: path, BuildID: buildID, Calls: map[string]uint64{}, Reach: map[string]bool{}}

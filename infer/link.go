@@ -55,6 +55,11 @@ type linker struct {
 	// vdso are the vDSO's functions: what libc's pointers to it (and an
 	// IFUNC resolver that reads one) may give.
 	vdso []int
+	// vdsoObj is the vDSO's object, -1 if none; assumed are the names
+	// its exports decided an IFUNC resolver's pick by (vdsoDecides):
+	// what the inference assumes of the machine.
+	vdsoObj int
+	assumed map[string]bool
 	// loader is the dynamic loader's object, program the one the kernel
 	// starts, -1 if none.
 	loader, program int
@@ -78,7 +83,8 @@ type slotKey struct {
 
 func newLinker(objs []*Object, kind Kind) *linker {
 	l := &linker{objs: objs, runtime: make([]bool, len(objs)), index: make([]map[uint64]int, len(objs)),
-		exports: map[string][]int{}, defined: map[string][]int{}, slots: map[slotKey]targets{}, data: map[string]dataSym{}, loader: -1, program: -1}
+		exports: map[string][]int{}, defined: map[string][]int{}, slots: map[slotKey]targets{}, data: map[string]dataSym{}, loader: -1, program: -1,
+		vdsoObj: -1, assumed: map[string]bool{}}
 	l.dlopened = make([]bool, len(objs))
 	for i, o := range objs {
 		l.runtime[i] = kind.Runtime(o)
@@ -88,6 +94,9 @@ func newLinker(objs []*Object, kind Kind) *linker {
 		}
 		if kind.Program != nil && kind.Program(o) {
 			l.program = i
+		}
+		if kind.VDSO(o) {
+			l.vdsoObj = i
 		}
 		for _, name := range sortedKeys(o.Data) {
 			if _, ok := l.data[name]; !ok {
@@ -261,10 +270,11 @@ func (l *linker) slot(o int, addr uint64) targets {
 
 // resolved is what an IFUNC resolver may return: the addresses it
 // returns where they are all constants (memcpy's, picked by the
-// processor's features); where it computes what it returns, the
-// functions whose addresses it takes and those of the names it gives
-// its calls (glibc's time and gettimeofday look the vDSO's up), or, if
-// it names none, the vDSO's.
+// processor's features); where it computes what it returns, what its
+// paths followed apart pick (chosen), or else the functions whose
+// addresses it takes and those of the names it gives its calls (glibc's
+// time and gettimeofday look the vDSO's up), or, if it names none, the
+// vDSO's.
 func (l *linker) resolved(o int, resolver uint64) targets {
 	n, ok := l.index[o][resolver]
 	if !ok {
@@ -285,6 +295,9 @@ func (l *linker) resolved(o int, resolver uint64) targets {
 	if !computed {
 		return t
 	}
+	if t, ok := l.chosen(o, fn, l.objs[o].Choices[resolver]); ok {
+		return t
+	}
 	t = targets{}
 	for _, r := range fn.Refs {
 		t.add(l.at(o, r))
@@ -300,6 +313,72 @@ func (l *linker) resolved(o int, resolver uint64) targets {
 		t.nodes = append(t.nodes, l.vdso...)
 	}
 	return t
+}
+
+// chosen is what a resolver whose paths were followed apart may return:
+// the pick of each path this machine's vDSO leaves reachable, a
+// constant or the function of the name a lookup was given. It says
+// false where there are no paths, or a pick is neither.
+func (l *linker) chosen(o int, fn *x86.Function, choices []x86.Choice) (targets, bool) {
+	var t targets
+	for _, ch := range choices {
+		if name, ok := l.vdsoDecides(o, fn, ch); ok {
+			l.assumed[name] = true
+			continue
+		}
+		if ch.Result.Kind == x86.Const {
+			for _, addr := range ch.Result.Consts {
+				t.add(l.at(o, addr))
+			}
+			continue
+		}
+		at, ok := ch.Result.Origin()
+		name, named := l.objs[o].NameArgs[at]
+		if !ok || !named {
+			return targets{}, false
+		}
+		t.add(l.byName(name))
+	}
+	return t, len(choices) > 0
+}
+
+// vdsoDecides says whether the path of a resolver's pick is one this
+// machine's vDSO leaves unreachable, and the name that makes it so. The
+// path found null what a call given a name the vDSO exports gave, a
+// lookup of it in the vDSO, which finds it: the object it was found in,
+// the symbol, the address made from them are not null. Or it found null
+// a word of the loader's data the resolver gives such a lookup: the
+// vDSO's map (glibc's GLRO(dl_sysinfo_map)), which the loader sets up
+// wherever the kernel maps a vDSO, as it does here. The inference is
+// then of this machine, as it is of this libc: the policy records the
+// names (Result.VDSO) and run checks them.
+func (l *linker) vdsoDecides(o int, fn *x86.Function, ch x86.Choice) (string, bool) {
+	if l.vdsoObj < 0 {
+		return "", false
+	}
+	exported := func(at uint64) (string, bool) {
+		name, ok := l.objs[o].NameArgs[at]
+		if !ok {
+			return "", false
+		}
+		_, ok = l.objs[l.vdsoObj].Exports[name]
+		return name, ok
+	}
+	for _, v := range ch.Null {
+		switch v.Kind {
+		case x86.Ret, x86.Out, x86.Found:
+			if name, ok := exported(v.Consts[0]); ok {
+				return name, true
+			}
+		case x86.Slot, x86.Field:
+			for _, c := range fn.Calls {
+				if name, ok := exported(c.Addr); ok && slices.ContainsFunc(c.Args[:], v.Equal) {
+					return name, true
+				}
+			}
+		}
+	}
+	return "", false
 }
 
 // value is what a call through a pointer whose value is v reaches, in

@@ -66,6 +66,10 @@ type Object struct {
 	// that name; an IFUNC resolver that computes what it returns may
 	// return the functions of the names it gives its calls.
 	NameArgs map[uint64]string
+	// Choices are what each IFUNC resolver that computes what it returns
+	// picks, path by path (x86.Code.Choices), by resolver: which of its
+	// picks the machine's vDSO leaves unreachable (link.go, resolved).
+	Choices map[uint64][]x86.Choice
 }
 
 // lookups are the functions that look a symbol up by name, with the
@@ -107,7 +111,47 @@ func Analyse(img *image.Image) *Object {
 	a.findLookups()
 	a.findNameArgs()
 	a.findNames()
+	a.findChoices()
 	return obj
+}
+
+// findChoices follows apart the paths of the IFUNC resolvers whose
+// results the analysis of their function joined into a value it does
+// not know: what they return, and on what condition.
+func (a *analysis) findChoices() {
+	for _, addr := range a.resolvers() {
+		fn := a.obj.Functions[addr]
+		if fn == nil || !slices.ContainsFunc(fn.Results, func(v x86.Value) bool { return v.Kind != x86.Const }) {
+			continue
+		}
+		if choices, ok := a.job(addr).code.Choices(addr, &a.env); ok {
+			if a.obj.Choices == nil {
+				a.obj.Choices = map[uint64][]x86.Choice{}
+			}
+			a.obj.Choices[addr] = choices
+		}
+	}
+	a.codes = nil
+}
+
+// resolvers are the IFUNC resolvers of the object's exports and of its
+// IRELATIVE relocations, sorted.
+func (a *analysis) resolvers() []uint64 {
+	var out []uint64
+	for _, es := range a.obj.Exports {
+		for _, e := range es {
+			if e.IFunc {
+				out = append(out, e.Addr)
+			}
+		}
+	}
+	for _, w := range a.obj.Words {
+		if w.Kind == image.Resolved {
+			out = append(out, w.Addr)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // findNames finds the names the object's code and data point to, but

@@ -66,6 +66,10 @@ func Link(objs []*Object, kind Kind) *Program {
 	return p
 }
 
+// VDSO names the functions of the vDSO whose presence decided an IFUNC
+// resolver's pick (linker.vdsoDecides), sorted.
+func (p *Program) VDSO() []string { return sortedKeys(p.s.assumed) }
+
 // join is what a call of any of t's functions of the runtime, with
 // arguments the analysis does not know, can do for its caller.
 func (p *Program) join(t targets) summary {

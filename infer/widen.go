@@ -44,6 +44,7 @@ func ParsePart(s string) (Part, error) {
 func Widen(p *policy.Policy, res *Result, part Part) *policy.Policy {
 	out := *p
 	out.Compartments = slices.Clone(p.Compartments)
+	out.VDSO = union(p.VDSO, res.VDSO)
 	added := map[string]bool{}
 	pick := func(c Compartment) Calls {
 		if part == PartExit {

@@ -49,6 +49,12 @@ type Policy struct {
 	// epoll_wait or accept4), or its birth by fork from a process that
 	// serves. Empty for a policy without phases.
 	ServingFrom []string
+	// VDSO names the functions the policy assumes the vDSO exports,
+	// sorted: syscell infer reads this machine's vDSO, and where glibc
+	// falls back to a system call only if the vDSO lacks a function
+	// (time's IFUNC picks __vdso_time), it leaves that call out. run
+	// checks the names against the running kernel's vDSO.
+	VDSO []string
 	// Source is the file the policy came from.
 	Source string
 }

@@ -153,10 +153,16 @@ func (d *tomlDecoder) setTop(key string, kv *unstable.Node) error {
 		})
 	case "serving-from":
 		d.pol.ServingFrom, err = d.syscalls(key, kv)
+	case "vdso":
+		d.pol.VDSO = []string{}
+		err = d.eachString(key, kv, func(s string) error {
+			d.pol.VDSO = append(d.pol.VDSO, s)
+			return checkSymbol(s)
+		})
 	case "rule", "compartment":
 		err = d.errorf(kv, "write %q as [[%s]] tables", key, key)
 	default:
-		err = d.errorf(kv, "unknown key %q (want version, default, bad-arch, arches, io_uring or serving-from)", key)
+		err = d.errorf(kv, "unknown key %q (want version, default, bad-arch, arches, io_uring, serving-from or vdso)", key)
 	}
 	return err
 }

@@ -89,6 +89,9 @@ func TestParseEverything(t *testing.T) {
 	if want := []string{"epoll_wait", "accept4"}; !slices.Equal(p.ServingFrom, want) {
 		t.Errorf("serving-from = %v, want %v", p.ServingFrom, want)
 	}
+	if want := []string{"__vdso_time", "__vdso_gettimeofday"}; !slices.Equal(p.VDSO, want) {
+		t.Errorf("vdso = %v, want %v", p.VDSO, want)
+	}
 	if got := p.Compartments[1].Serving; !slices.Equal(got, []string{"getpid"}) || p.Compartments[0].Serving != nil {
 		t.Errorf("serving = %v and %v, want main's unnarrowed and libc.so.6's [getpid]", p.Compartments[0].Serving, got)
 	}

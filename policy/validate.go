@@ -30,7 +30,26 @@ func (p *Policy) Validate() error {
 			return errorAt(Pos{File: p.Source}, "serving-from: %v", err)
 		}
 	}
+	for _, name := range p.VDSO {
+		if err := checkSymbol(name); err != nil {
+			return errorAt(Pos{File: p.Source}, "vdso: %v", err)
+		}
+	}
 	return p.validateCompartments()
+}
+
+// checkSymbol accepts the names of C functions, as the vDSO exports
+// them: a policy names no other.
+func checkSymbol(name string) error {
+	for i, c := range []byte(name) {
+		if c != '_' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (i == 0 || c < '0' || c > '9') {
+			return fmt.Errorf("%q is no C function's name", name)
+		}
+	}
+	if name == "" {
+		return fmt.Errorf("an empty name is no C function's")
+	}
+	return nil
 }
 
 // checkIOURing accepts the names of io_uring operations.

@@ -79,6 +79,9 @@ func (b *tomlBuilder) header(p *Policy) {
 	if len(p.ServingFrom) > 0 {
 		b.names("serving-from", sortedSet(p.ServingFrom), nil)
 	}
+	if len(p.VDSO) > 0 {
+		b.names("vdso", sortedSet(p.VDSO), nil)
+	}
 }
 
 // sortedSet is names sorted, each once.

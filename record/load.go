@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -44,6 +45,9 @@ func fromPolicy(p *policy.Policy, counts map[string]map[string]uint64) (*Recordi
 	rec := &Recording{Arches: p.Arches, Unknown: map[uint32]uint64{}, Source: p.Source}
 	if p.Phased() {
 		rec.ServingFrom = servingSet(p.ServingFrom)
+	}
+	if len(p.VDSO) > 0 {
+		rec.VDSO = slices.Compact(slices.Sorted(slices.Values(p.VDSO)))
 	}
 	inCompartment := map[string]bool{}
 	for _, pc := range p.Compartments {

@@ -64,6 +64,8 @@ func Merge(recs ...*Recording) (*Recording, error) {
 	out.Arches = slices.Compact(out.Arches)
 	slices.Sort(out.Allowed)
 	out.Allowed = slices.Compact(out.Allowed)
+	slices.Sort(out.VDSO)
+	out.VDSO = slices.Compact(out.VDSO)
 	return out, nil
 }
 
@@ -96,6 +98,8 @@ func mergeKey(c *Compartment, ids map[string][]string) key {
 func mergeRest(out, rec *Recording, failures map[failureKey]*Failure) {
 	out.Arches = append(out.Arches, rec.Arches...)
 	out.Allowed = append(out.Allowed, rec.Allowed...)
+	// What any recording assumed of the vDSO, the merged one does.
+	out.VDSO = append(out.VDSO, rec.VDSO...)
 	for name, n := range rec.StartUp {
 		out.StartUp[name] += n
 	}

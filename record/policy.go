@@ -24,6 +24,7 @@ func (r *Recording) Policy() (*policy.Policy, policy.WriteOptions) {
 	if r.Phased() {
 		p.ServingFrom = slices.Clone(r.ServingFrom)
 	}
+	p.VDSO = slices.Clone(r.VDSO)
 	opts := policy.WriteOptions{Comments: map[string]map[string]string{}}
 	for _, c := range r.Compartments {
 		pc := policy.Compartment{

@@ -34,6 +34,9 @@ type Recording struct {
 	// the calls whose first one starts a process's serving phase,
 	// sorted; nil without phases.
 	ServingFrom []string
+	// VDSO names the functions an inference assumed the vDSO exports
+	// (policy.Policy.VDSO), sorted; nil for a recording alone.
+	VDSO []string
 	// Source names where the recording came from, for messages: the file
 	// Load read, or the run.
 	Source string

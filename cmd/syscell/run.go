@@ -43,7 +43,8 @@ type runCmd struct {
 	logDenials string
 	// exec is what an exec the policy does not grant gets (cell.ExecRule).
 	exec string
-	// strict refuses a policy whose compartments name stale objects.
+	// strict refuses a policy whose compartments name stale objects, or
+	// that assumes vDSO functions this kernel lacks.
 	strict bool
 	// denyProcMem refuses opens of /proc/PID/mem for writing.
 	denyProcMem bool
@@ -170,7 +171,7 @@ The guard's own syscalls are allowed whatever the policy says of them.`,
 	fs.BoolVar(&c.wholeProcess, "whole-process", false, "enforce the rules alone, as one filter for the whole process, ignoring the compartments")
 	fs.BoolVarP(&c.quiet, "quiet", "q", false, "do not summarize denied calls at exit")
 	fs.StringVar(&c.logDenials, "log-denials", "", "write each denied call to `FILE`, one JSON object a line")
-	fs.BoolVar(&c.strict, "strict", false, "with compartments, refuse a policy naming an object that is missing or another build on disk (default: warn)")
+	fs.BoolVar(&c.strict, "strict", false, "refuse a policy whose compartments name an object missing or of another build on disk, or that assumes vDSO functions this kernel lacks (default: warn)")
 	fs.StringVar(&c.exec, "exec", "bound", "with compartments, an exec of a program the policy does not let its caller start: bound (by the caller's calls) or deny")
 	fs.BoolVar(&c.denyProcMem, "deny-proc-mem", false, "with compartments, refuse every open of a process's /proc/PID/mem for writing (each open for writing is then supervised)")
 	fs.StringVar(&c.widen, "widen", "", "widen the policy with CMD's inferred calls: static (all of them) or static:exit (those of the paths that end it)")
@@ -199,6 +200,9 @@ func (c *runCmd) run(cmd *cobra.Command, args []string) error {
 	path, err := exec.LookPath(args[0])
 	if err != nil {
 		return inputErrorf("%s: %w", args[0], errors.Unwrap(err))
+	}
+	if err := c.checkVDSO(cmd, p); err != nil {
+		return err
 	}
 	if len(p.Compartments) > 0 && !c.wholeProcess {
 		return c.runCompartments(cmd, args, path, p, mode, sigs)

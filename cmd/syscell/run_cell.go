@@ -84,6 +84,22 @@ func (c *runCmd) checkStale(cmd *cobra.Command, p *policy.Policy) error {
 	return nil
 }
 
+// checkVDSO says which functions the policy assumes the vDSO exports
+// this kernel's lacks, whether it runs per library or as a whole-process
+// filter (the rules lack the fallbacks' calls too); under --strict that
+// stops syscell before CMD starts.
+func (c *runCmd) checkVDSO(cmd *cobra.Command, p *policy.Policy) error {
+	problem := cell.StaleVDSO(p)
+	switch {
+	case problem == "":
+		return nil
+	case c.strict:
+		return inputErrorf("%s\n(--strict: a policy must match this kernel's vDSO)", problem)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "syscell: warning: %s\n", problem)
+	return nil
+}
+
 // tellWeaknesses says on stderr, before CMD starts, what of this kernel
 // and CPU lets code outside its compartment: writes through /proc/PID/mem,
 // with warnProcMem (the policy lets code open files, and neither

@@ -2,8 +2,12 @@
  * can do: the resolver returns one of the two functions it takes the
  * address of, and the library's call of it reaches those alone, not
  * the vDSO's functions, which a resolver that computes what it returns
- * may look up. The functions enter the kernel themselves. */
+ * may look up. The functions enter the kernel themselves. It also calls
+ * libc's time, an IFUNC whose resolver picks the vDSO's __vdso_time
+ * where the vDSO exports it, and the system call only where it does
+ * not (vdso.txt). */
 #include <sys/syscall.h>
+#include <time.h>
 
 /* Set by whoever loads the library: the resolver cannot tell which. */
 int ifunc_fast;
@@ -35,5 +39,5 @@ long pick(void) __attribute__((ifunc("resolve_pick")));
 
 long ifunc_use(void)
 {
-	return pick();
+	return pick() + time(NULL);
 }

@@ -473,7 +473,7 @@ func (s *state) load(m x86asm.Mem, next uint64, size int) Value {
 		return Value{}
 	}
 	switch b := s.regs[base]; {
-	case b.Kind == Ret:
+	case b.Kind == Ret || b.Kind == Out:
 		return Value{Kind: Loaded, Consts: []uint64{next, b.Consts[0]}}
 	case opaque(b.Kind):
 		return Value{Kind: Loaded, Consts: []uint64{next}}

@@ -59,6 +59,10 @@ const (
 	// what its lookup found (the object's base plus the symbol's value),
 	// which the lookup's name tells (infer's Object.NameArgs).
 	Found
+	// Out is what the call at Consts[0] left in a word of the frame it
+	// was given the address of: its answer there, as a lookup writes
+	// the symbol it found. Only Code.Choices makes it.
+	Out
 )
 
 // MaxConsts is how many constants a Value holds before it becomes
@@ -147,11 +151,11 @@ func SlotOf(addr uint64) Value { return Value{Kind: Slot, Consts: []uint64{addr}
 func FoundOf(addr uint64) Value { return Value{Kind: Found, Consts: []uint64{addr}} }
 
 // Origin is the call whose result v was computed from: what it
-// returned (Ret), a word read through that (Loaded), or an address
-// made from both (Found).
+// returned (Ret) or wrote where it was given (Out), a word read through
+// that (Loaded), or an address made from both (Found).
 func (v Value) Origin() (uint64, bool) {
 	switch {
-	case v.Kind == Ret || v.Kind == Found:
+	case v.Kind == Ret || v.Kind == Found || v.Kind == Out:
 		return v.Consts[0], true
 	case v.Kind == Loaded && len(v.Consts) == 2:
 		return v.Consts[1], true
@@ -259,6 +263,8 @@ func (v Value) String() string {
 		return fmt.Sprintf("loaded@%#x", v.Consts[0])
 	case Found:
 		return fmt.Sprintf("found from ret %#x", v.Consts[0])
+	case Out:
+		return fmt.Sprintf("out %#x", v.Consts[0])
 	case Bits:
 		return fmt.Sprintf("param %s&%#x|%#x|?%#x", argNames[v.Arg], v.Consts[0], v.Consts[1], v.Consts[2])
 	}

@@ -80,6 +80,23 @@ func setFile(ar *txtar.Archive, name, data string) bool {
 // readFunction assembles src and dumps the facts of its function f.
 func readFunction(t *testing.T, name string, src []byte) string {
 	t.Helper()
+	a := assemble(t, name, src)
+	fn := Decode(a.code, a.entry).Read(a.entry, a.env, false)
+	return dump(fn, a.names)
+}
+
+// assembled is a test function: its code, from f's entry to the next
+// symbol, how to read it, and the names of its addresses.
+type assembled struct {
+	code  []byte
+	entry uint64
+	env   *Env
+	names map[uint64]string
+}
+
+// assemble assembles src, whose function f is the one to read.
+func assemble(t *testing.T, name string, src []byte) assembled {
+	t.Helper()
 	dir := t.TempDir()
 	s, o := filepath.Join(dir, name+".s"), filepath.Join(dir, name+".o")
 	if err := os.WriteFile(s, src, 0o644); err != nil {
@@ -148,8 +165,7 @@ func readFunction(t *testing.T, name string, src []byte) string {
 		return w, true
 	}
 	env := &Env{IsCode: isCode, NoReturn: func(a uint64) bool { return a == die && die != 0 }, Word: word}
-	fn := Decode(code[entry-base:end-base], entry).Read(entry, env, false)
-	return dump(fn, names)
+	return assembled{code: code[entry-base : end-base], entry: entry, env: env, names: names}
 }
 
 // dump writes a function's facts, addresses as symbol+offset.
@@ -242,6 +258,8 @@ func valueString(v Value, names map[uint64]string) string {
 		return out
 	case Found:
 		return "found from ret@" + symbolic(v.Consts[0], names)
+	case Out:
+		return "out@" + symbolic(v.Consts[0], names)
 	case Slot:
 		return "[" + symbolic(v.Consts[0], names) + "]"
 	case Field:
