@@ -140,7 +140,7 @@ func (o *Objects) Table(obj *Object) (*unwind.Table, error) {
 		return nil, fmt.Errorf("%s: %w", obj.Path, unwind.ErrNoCFI)
 	}
 	return o.tables.Get(obj.ID, func() (*unwind.Table, error) {
-		t, err := unwind.Load(obj.elf)
+		t, err := unwind.Open(obj.elf)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", obj.Path, err)
 		}

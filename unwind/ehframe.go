@@ -1,11 +1,14 @@
 package unwind
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // cie is a Common Information Entry: what the FDEs that point to it share.
@@ -42,50 +45,81 @@ type FDE struct {
 	instructions []byte
 }
 
-// ehFrame is an .eh_frame section: the bytes and their virtual address.
+// ehFrame is an .eh_frame section: where its bytes are read from, its
+// size and its virtual address. An entry is read when it is looked up,
+// not the section at once: a supervisor reads the tables of a program's
+// objects at its first attributed call, which waits, and an unwind needs
+// a few of libcrypto's ten thousand FDEs (450 KiB).
 type ehFrame struct {
-	data []byte
+	src  io.ReaderAt
+	size int
 	addr uint64
 	// cies caches parsed CIEs by offset; a CIE is shared by many FDEs.
-	// Only NewTable fills it, before the table is shared: sealed says it
-	// is done, and a CIE parsed later is not cached.
-	cies   map[int]*cie
-	sealed bool
+	mu   sync.Mutex
+	cies map[int]*cie
 }
+
+// newFrame returns the section whose bytes are data.
+func newFrame(data []byte, addr uint64) *ehFrame {
+	return &ehFrame{src: bytes.NewReader(data), size: len(data), addr: addr}
+}
+
+// entryWindow is how much of an entry one read takes: nearly every FDE
+// and CIE fits.
+const entryWindow = 256
 
 // errCIE reports an entry where an FDE was expected.
 var errCIE = errors.New("entry is a CIE, not an FDE")
 
-// entry reads the length and id words of the entry at off, and returns the
-// reader positioned after the id, the offset of the id word, the id and the
-// offset of the next entry. A zero length is the terminator some linkers
-// append.
+// entry reads the entry at off, and returns a reader positioned after its
+// id word, the offset of that word, the id and the offset of the next
+// entry. A zero length is the terminator some linkers append: the reader
+// is then nil.
 func (f *ehFrame) entry(off int) (r *reader, idOff int, id uint32, next int, err error) {
-	if off < 0 || off >= len(f.data) {
+	if off < 0 || off >= f.size {
 		return nil, 0, 0, 0, fmt.Errorf(".eh_frame entry at %#x: outside the section", off)
 	}
-	r = &reader{data: f.data, off: off, addr: f.addr}
-	length := uint64(r.u32())
-	if length == 0xffffffff {
-		return nil, 0, 0, 0, fmt.Errorf(".eh_frame entry at %#x: 64-bit DWARF is not used in .eh_frame", off)
+	b, err := f.read(off)
+	if err != nil {
+		return nil, 0, 0, 0, fmt.Errorf(".eh_frame entry at %#x: %w", off, err)
 	}
-	if r.err != nil {
-		return nil, 0, 0, 0, fmt.Errorf(".eh_frame entry at %#x: %w", off, r.err)
+	if len(b) == 4 {
+		return nil, 0, 0, f.size, nil
 	}
-	if length == 0 {
-		return nil, 0, 0, len(f.data), nil
-	}
-	end := r.off + int(length)
-	if length > uint64(len(f.data)) || end > len(f.data) {
-		return nil, 0, 0, 0, fmt.Errorf(".eh_frame entry at %#x: length %d runs past the section", off, length)
-	}
-	r.data = f.data[:end]
-	idOff = r.off
+	r = &reader{data: b, off: 4, addr: f.addr + uint64(off)}
 	id = r.u32()
 	if r.err != nil {
 		return nil, 0, 0, 0, fmt.Errorf(".eh_frame entry at %#x: %w", off, r.err)
 	}
-	return r, idOff, id, end, nil
+	return r, off + 4, id, off + len(b), nil
+}
+
+// read returns the bytes of the entry at off, its length word included:
+// just that word for a terminator.
+func (f *ehFrame) read(off int) ([]byte, error) {
+	b := make([]byte, min(entryWindow, f.size-off))
+	if n, err := f.src.ReadAt(b, int64(off)); n < len(b) {
+		return nil, err
+	}
+	if len(b) < 4 {
+		return nil, errors.New("truncated length")
+	}
+	length := uint64(binary.LittleEndian.Uint32(b))
+	switch {
+	case length == 0xffffffff:
+		return nil, errors.New("64-bit DWARF is not used in .eh_frame")
+	case length == 0:
+		return b[:4], nil
+	case length > uint64(f.size-off-4):
+		return nil, fmt.Errorf("length %d runs past the section", length)
+	case int(length)+4 <= len(b):
+		return b[:length+4], nil
+	}
+	b = make([]byte, length+4)
+	if n, err := f.src.ReadAt(b, int64(off)); n < len(b) {
+		return nil, err
+	}
+	return b, nil
 }
 
 // fde parses the FDE at offset off.
@@ -125,44 +159,23 @@ func (f *ehFrame) fde(off int) (*FDE, error) {
 
 // cie returns the CIE at offset off, parsing it once.
 func (f *ehFrame) cie(off int) (*cie, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if c, ok := f.cies[off]; ok {
 		return c, nil
 	}
-	if off < 0 || off >= len(f.data) {
+	if off < 0 || off >= f.size {
 		return nil, fmt.Errorf("CIE pointer %#x outside .eh_frame", off)
 	}
 	c, err := f.parseCIE(off)
 	if err != nil {
 		return nil, fmt.Errorf("CIE at %#x: %w", off, err)
 	}
-	if f.sealed {
-		return c, nil
-	}
 	if f.cies == nil {
 		f.cies = map[int]*cie{}
 	}
 	f.cies[off] = c
 	return c, nil
-}
-
-// cacheCIEs parses and caches every CIE of the section, and seals the
-// cache. A CIE that does not parse is left out: the FDEs that name it
-// fail when they are looked up.
-func (f *ehFrame) cacheCIEs() {
-	// The walk reads only each entry's length and id, as entry would,
-	// without a reader for each of thousands of FDEs.
-	for off := 0; off+8 <= len(f.data); {
-		length := binary.LittleEndian.Uint32(f.data[off:])
-		end := off + 4 + int(length)
-		if length == 0 || length == 0xffffffff || end > len(f.data) || end < off+8 {
-			break
-		}
-		if binary.LittleEndian.Uint32(f.data[off+4:]) == 0 {
-			f.cie(off)
-		}
-		off = end
-	}
-	f.sealed = true
 }
 
 func (f *ehFrame) parseCIE(off int) (*cie, error) {
@@ -245,7 +258,7 @@ func (c *cie) augmentation(r *reader, aug string) error {
 // .eh_frame_hdr.
 func (f *ehFrame) index() ([]indexEntry, error) {
 	var idx []indexEntry
-	for off := 0; off < len(f.data); {
+	for off := 0; off < f.size; {
 		r, _, id, next, err := f.entry(off)
 		if err != nil {
 			return nil, err

@@ -12,7 +12,17 @@ var ErrNoCFI = errors.New("no .eh_frame")
 // Load reads the CFI of an ELF object: its .eh_frame and .eh_frame_hdr
 // sections, or, in an object without section headers, the .eh_frame_hdr
 // that PT_GNU_EH_FRAME locates and the .eh_frame it points into.
-func Load(f *elf.File) (*Table, error) {
+func Load(f *elf.File) (*Table, error) { return load(f, false) }
+
+// Open is Load, but reads .eh_frame an entry at a time, as an unwind
+// looks one up, from f, which must stay open while the table is used: a
+// supervisor unwinds through a few FDEs of each object at its first
+// attributed call, which waits (libcrypto has ten thousand, 450 KiB).
+// The FDEs of an object without .eh_frame_hdr, which a scan indexes, are
+// read at once.
+func Open(f *elf.File) (*Table, error) { return load(f, true) }
+
+func load(f *elf.File, lazily bool) (*Table, error) {
 	if f.Machine != elf.EM_X86_64 || f.Class != elf.ELFCLASS64 {
 		return nil, fmt.Errorf("unwind: %s %s object, not x86_64", f.Class, f.Machine)
 	}
@@ -20,19 +30,25 @@ func Load(f *elf.File) (*Table, error) {
 	if frame == nil {
 		return loadFromSegments(f)
 	}
-	frameData, err := frame.Data()
-	if err != nil {
-		return nil, fmt.Errorf("unwind: read .eh_frame: %w", err)
-	}
+	hdr := f.Section(".eh_frame_hdr")
 	var hdrData []byte
 	var hdrAddr uint64
-	if hdr := f.Section(".eh_frame_hdr"); hdr != nil {
+	if hdr != nil {
+		var err error
 		if hdrData, err = hdr.Data(); err != nil {
 			return nil, fmt.Errorf("unwind: read .eh_frame_hdr: %w", err)
 		}
 		hdrAddr = hdr.Addr
 	}
-	t, err := NewTable(frameData, frame.Addr, hdrData, hdrAddr)
+	ef := &ehFrame{src: frame, size: int(frame.Size), addr: frame.Addr}
+	if !lazily || hdr == nil {
+		data, err := frame.Data()
+		if err != nil {
+			return nil, fmt.Errorf("unwind: read .eh_frame: %w", err)
+		}
+		ef = newFrame(data, frame.Addr)
+	}
+	t, err := newTable(ef, hdrData, hdrAddr)
 	if err != nil {
 		return nil, fmt.Errorf("unwind: %w", err)
 	}
@@ -89,7 +105,7 @@ func segmentFrom(f *elf.File, addr uint64) ([]byte, error) {
 // terminated cuts data at the first zero-length entry, where .eh_frame
 // ends in a segment that holds more.
 func terminated(data []byte) []byte {
-	f := &ehFrame{data: data}
+	f := newFrame(data, 0)
 	for off := 0; off < len(data); {
 		r, _, _, next, err := f.entry(off)
 		if err != nil || r == nil {

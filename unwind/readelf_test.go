@@ -18,21 +18,28 @@ import (
 
 // TestReadelfAgrees interprets the CFI of real objects (this machine's libc
 // and dynamic loader, and the vDSO) and checks every row of every FDE
-// against GNU readelf's interpretation, an independent implementation.
+// against GNU readelf's interpretation, an independent implementation:
+// read at once (Load) and an entry at a time (Open).
 func TestReadelfAgrees(t *testing.T) {
 	if _, err := exec.LookPath("readelf"); err != nil {
 		t.Skipf("SKIPPED: readelf (binutils) is the oracle and is missing: %v", err)
 	}
 	objects := []string{"/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2", vdsoFile(t)}
+	loaders := []struct {
+		name string
+		load func(*elf.File) (*unwind.Table, error)
+	}{{"Load", unwind.Load}, {"Open", unwind.Open}}
 	for _, path := range objects {
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			want := readelfRows(t, path)
-			table := loadFile(t, path)
-			if table.Len() != len(want) {
-				t.Errorf("%d FDEs, readelf lists %d", table.Len(), len(want))
-			}
-			compareRows(t, table, want)
-		})
+		want := readelfRows(t, path)
+		for _, l := range loaders {
+			t.Run(filepath.Base(path)+"/"+l.name, func(t *testing.T) {
+				table := openFile(t, path, l.load)
+				if table.Len() != len(want) {
+					t.Errorf("%d FDEs, readelf lists %d", table.Len(), len(want))
+				}
+				compareRows(t, table, want)
+			})
+		}
 	}
 }
 
@@ -70,6 +77,22 @@ func loadFile(t *testing.T, path string) *unwind.Table {
 	}
 	defer f.Close()
 	table, err := unwind.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return table
+}
+
+// openFile reads the CFI of path with load, the file open until the test
+// ends.
+func openFile(t *testing.T, path string, load func(*elf.File) (*unwind.Table, error)) *unwind.Table {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	table, err := load(f)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,14 @@ type Table struct {
 // frameAddr and, if hdr is not nil, the .eh_frame_hdr at hdrAddr that
 // indexes it. Without a usable .eh_frame_hdr the FDEs are indexed by a scan.
 func NewTable(frame []byte, frameAddr uint64, hdr []byte, hdrAddr uint64) (*Table, error) {
-	t := &Table{frame: &ehFrame{data: frame, addr: frameAddr}}
+	return newTable(newFrame(frame, frameAddr), hdr, hdrAddr)
+}
+
+// newTable builds a Table from frame and, if hdr is not nil, the
+// .eh_frame_hdr at hdrAddr that indexes it.
+func newTable(frame *ehFrame, hdr []byte, hdrAddr uint64) (*Table, error) {
+	frameAddr := frame.addr
+	t := &Table{frame: frame}
 	if hdr != nil {
 		h, err := parseHdr(hdr, hdrAddr)
 		if err != nil {
@@ -42,11 +49,6 @@ func NewTable(frame []byte, frameAddr uint64, hdr []byte, hdrAddr uint64) (*Tabl
 		sort.Slice(idx, func(i, j int) bool { return idx[i].start < idx[j].start })
 		t.idx = idx
 	}
-	// FDEs are parsed when an unwind looks one up: a supervisor reads
-	// the tables of a program's objects at its first attributed call,
-	// which waits, and libcrypto alone has some ten thousand. Every CIE
-	// is cached before the Table is shared, which reads the cache only.
-	t.frame.cacheCIEs()
 	return t, nil
 }
 
