@@ -129,6 +129,8 @@ func TestCases(t *testing.T) {
 	interior := outcome{syscall.SIGABRT, []string{"heapguard: invalid free (pointer inside an object)", "this free:", "in invalid_free_interior", "allocated at:", "in alloc_site"}, 1}
 	twoCallers := outcome{syscall.SIGSEGV, []string{"heapguard: use-after-free: read of", "150000 bytes into a 200000-byte object",
 		"allocated at:", "in alloc_site", "in via_b", "freed at:", "in free_site"}, 1}
+	manySites := outcome{syscall.SIGSEGV, []string{"heapguard: use-after-free: read of", "150000 bytes into a 200000-byte object",
+		"allocated at:", "in alloc_site", "in inner_14", "in outer_37", "freed at:", "in free_site"}, 1}
 	stack := outcome{syscall.SIGABRT, []string{"heapguard: invalid free (not a heap pointer)", "this free:", "in invalid_free_stack"}, 1}
 	tests := []struct {
 		name   string
@@ -159,6 +161,7 @@ func TestCases(t *testing.T) {
 		{"uaf_recycled", uafAt("read of", "100 bytes into a 4000-byte object"), ptr(outcome{syscall.SIGSEGV, []string{"a new object holds a freed object's bytes", "heapguard: use-after-free: read of", "100 bytes into a 4000-byte object", "allocated at:", "in alloc_site", "freed at:", "in free_site"}, 1})},
 		{"recycle_fork", outcome{}, &outcome{report: []string{"a new object of the child holds a freed object's bytes"}}},
 		{"uaf_two_callers", twoCallers, &twoCallers},
+		{"uaf_many_sites", manySites, &manySites},
 	}
 	for _, tc := range tests {
 		t.Run(strict+"/"+tc.name, func(t *testing.T) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Which of heapguard's use-after-free tests (heapguard/testdata/cases.c,
-# every case but the correct programs `clean` and `recycle_fork`) each
-# allocator stops, as a markdown table:
+# every case but the correct programs `clean`, `recycle_fork` and
+# `realloc_room`) each allocator stops, as a markdown table:
 #
 #   [FFMALLOC=/path/libffmallocnpmt.so] [MARKUS=/path/libgc.so:/path/libgccpp.so]
 #   bench/heapguard/uaf.sh
@@ -33,7 +33,7 @@ gcc -O1 -g -fno-omit-frame-pointer -rdynamic -pthread -w -o "$work/cases" "$root
 source "$here/configs.sh"
 configs_define "$work/guard.so"
 
-cases=$(sed -n 's/^\t{"\([a-z_]*\)", [a-z_]*},$/\1/p' "$root/heapguard/testdata/cases.c" | grep -Ev '^(clean|recycle_fork)$')
+cases=$(sed -n 's/^\t{"\([a-z_]*\)", [a-z_]*},$/\1/p' "$root/heapguard/testdata/cases.c" | grep -Ev '^(clean|recycle_fork|realloc_room)$')
 
 # status CONFIG ARGS...: runs the case binary; prints its exit status (128 +
 # signal when a signal ended it); its stderr is left in $work/stderr.

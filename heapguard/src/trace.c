@@ -158,32 +158,34 @@ static inline __attribute__((always_inline)) uint32_t intern(const uintptr_t *pc
 	return DEPOT_TRACES;
 }
 
-// A thread's memo of recent traces, by the hash summed during the walk: a
-// trace found there costs the walk and a comparison with one entry, where
-// the depot needs the hash mixed, then its index slot, then the trace
-// (loads each waiting for the last: most of a lookup's time). By the whole
-// trace, not its first frame, and 256 entries: a program's hot call sites
-// are many (gcc inlines binary-trees' recursive allocation into some 200),
-// and the traces of one site reached through different callers would take
-// turns in one entry. Each mode's depth has its own entries (4 frames:
-// 40 bytes an entry in deferred mode), so a thread touches 10 KiB of them
-// in deferred mode, 18 KiB in strict mode.
-#define MEMO_BITS 8
+// A thread's memo of recent traces, by the sum the walk computes: a trace
+// found there costs the walk and one load, where the depot needs the hash
+// mixed, then its index slot, then the trace (loads each waiting for the
+// last: most of a lookup's time). An entry is the whole 64-bit sum and the
+// id, 16 bytes, so that the memo stays in the cache between allocations
+// of a program that streams through fresh memory: entries holding the
+// frames themselves (40 bytes in deferred mode, 72 in strict) made the
+// entry's load, a cache miss, binary-trees' hottest instruction.
+// The sum stands for the frames: two traces whose sums agree in all 64
+// bits (each frame times its own odd constant) would share an id, and a
+// report would name the other's site. Keyed by the whole trace, not its
+// first frame: a program's hot call sites are many (gcc inlines
+// binary-trees' recursive allocation into some 200), and the traces of one
+// site reached through different callers would take turns in one entry.
+// 1,024 entries (16 KiB a thread): binary-trees' 246 traces collided in
+// 256, missing one lookup in six. Deferred binary-trees 23.4 -> 20.8 ms
+// of CPU (glibc 9.7; docs/PERFORMANCE.md, sixth pass).
+#define MEMO_BITS 10
 #define MEMO (1u << MEMO_BITS)
-struct memo_short {
-	uintptr_t pc[HD_TRACE_DEPTH];
+struct memo {
+	uint64_t sum;
 	uint32_t id;
 };
-struct memo_long {
-	uintptr_t pc[HG_TRACE_DEPTH];
-	uint32_t id;
-};
-static __thread struct memo_short memo_short[MEMO] __attribute__((tls_model("initial-exec")));
-static __thread struct memo_long memo_long[MEMO] __attribute__((tls_model("initial-exec")));
+static __thread struct memo memo[MEMO] __attribute__((tls_model("initial-exec")));
 
 // walk records depth frames from frame (see hg_trace_here). Inlined once
-// per mode's depth, so that the loop, the comparison and the memo have a
-// constant bound: a malloc and free pair 1-2 ns cheaper in deferred mode.
+// per mode's depth, so that the loop has a constant bound: a malloc and
+// free pair 1-2 ns cheaper in deferred mode.
 static inline __attribute__((always_inline)) uint32_t walk(void *frame, int depth)
 {
 	uintptr_t pc[HG_TRACE_DEPTH] = {0};
@@ -200,15 +202,13 @@ static inline __attribute__((always_inline)) uint32_t walk(void *frame, int dept
 		h += pc[i] * position[i];
 	}
 	// The sum's top bits depend on every frame (odd multipliers).
-	unsigned e = (unsigned)(h >> (64 - MEMO_BITS));
-	uintptr_t *memo_pc = depth == HD_TRACE_DEPTH ? memo_short[e].pc : memo_long[e].pc;
-	uint32_t *memo_id = depth == HD_TRACE_DEPTH ? &memo_short[e].id : &memo_long[e].id;
-	if (memcmp(memo_pc, pc, (size_t)depth * sizeof *pc) == 0)
-		return *memo_id;
+	struct memo *m = &memo[h >> (64 - MEMO_BITS)];
+	if (m->sum == h)
+		return m->id;
 	uint32_t id = intern(pc, mix(h), depth);
 	if (id != DEPOT_TRACES) {
-		memcpy(memo_pc, pc, (size_t)depth * sizeof *pc);
-		*memo_id = id;
+		m->sum = h;
+		m->id = id;
 	}
 	return id;
 }

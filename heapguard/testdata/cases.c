@@ -456,6 +456,47 @@ int uaf_two_callers(void)
 	return 0;
 }
 
+// More traces than a thread's memo of recent ones holds (trace.c: 1,024
+// entries, each naming its trace by the sum of its frames): 40 callers of
+// 40 callers of alloc_site, 1,600 traces, each seen three times, taking
+// each other's entries. The object outer_37 made through inner_14 is used
+// after it is freed: the report names both. 200,000 bytes, revoked at its
+// free in both modes.
+#define TEN(X, t) X(t##0) X(t##1) X(t##2) X(t##3) X(t##4) X(t##5) X(t##6) X(t##7) X(t##8) X(t##9)
+#define FORTY(X) TEN(X, 1) TEN(X, 2) TEN(X, 3) TEN(X, 4)
+#define INNER(n)                                                  \
+	__attribute__((noinline)) char *inner_##n(size_t size)   \
+	{                                                         \
+		char *p = alloc_site(size);                        \
+		sink = p[3];                                       \
+		return p;                                          \
+	}
+FORTY(INNER)
+#define INNER_REF(n) inner_##n,
+static char *(*const inner[])(size_t) = {FORTY(INNER_REF)};
+#define OUTER(n)                                                  \
+	__attribute__((noinline)) char *outer_##n(int i, size_t size) \
+	{                                                         \
+		char *p = inner[i](size);                          \
+		sink = p[4];                                       \
+		return p;                                          \
+	}
+FORTY(OUTER)
+#define OUTER_REF(n) outer_##n,
+static char *(*const outer[])(int, size_t) = {FORTY(OUTER_REF)};
+
+int uaf_many_sites(void)
+{
+	for (int round = 0; round < 3; round++)
+		for (int o = 0; o < 40; o++)
+			for (int i = 0; i < 40; i++)
+				free(outer[o](i, 200000));
+	char *p = outer_37(4, 200000);	// inner[4]: inner_14
+	free_site(p);
+	use_freed(p + 150000, 0);
+	return 0;
+}
+
 // A correct program: no report, exit 0.
 int clean(void)
 {
@@ -540,6 +581,7 @@ static const struct {
 	{"uaf_recycled", uaf_recycled},
 	{"recycle_fork", recycle_fork},
 	{"uaf_two_callers", uaf_two_callers},
+	{"uaf_many_sites", uaf_many_sites},
 	{"clean", clean},
 	{"realloc_room", realloc_room},
 };
