@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -191,7 +190,6 @@ func (c *runCmd) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return inputErrorf("--mode: %w", err)
 	}
-	spareProcessor()
 	sigs := catchSignals()
 	defer sigs.stop()
 	go probePidfd()
@@ -299,20 +297,6 @@ func catchSignals() *caughtSignals {
 		close(s.ready)
 	}()
 	return s
-}
-
-// spareProcessor gives the runtime one processor more than there are
-// CPUs, unless GOMAXPROCS says how many. A supervisor waits for calls in
-// poll, on a thread of its own; while every other processor is taken (a
-// worker deciding an exec), the runtime's monitor takes that thread's
-// processor back at each wait, and then wakes every 20 µs for a
-// millisecond or more: a fifth of a supervisor's time in a loop of
-// execs. With a processor to spare it leaves the waiting thread alone,
-// and sleeps.
-func spareProcessor() {
-	if _, set := os.LookupEnv("GOMAXPROCS"); !set {
-		runtime.GOMAXPROCS(runtime.NumCPU() + 1)
-	}
 }
 
 // probePidfd has package os probe whether pidfds work, as it does once,
