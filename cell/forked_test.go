@@ -52,7 +52,7 @@ func TestForkedSpace(t *testing.T) {
 		{"another image", epoch{cookie: 8, count: 2, ok: true}, false},
 		{"no epoch page", epoch{}, false},
 	} {
-		got := s.forkedSpace(p, tt.ep)
+		got, _ := s.forkedSpace(p, tt.ep)
 		if (got != nil) != tt.want {
 			t.Errorf("%s: copied %v, want %v", tt.name, got != nil, tt.want)
 		}
@@ -87,11 +87,11 @@ func TestForkedSpaceReadsParent(t *testing.T) {
 		parent := &process{tgid: os.Getpid(), pidfd: pidfd}
 		s := &supervisor{procs: map[int]*process{os.Getpid(): parent},
 			objs: attribute.NewObjects(attribute.DefaultRuntime()), epochAt: uint64(uintptr(unsafe.Pointer(page)))}
-		got := s.forkedSpace(&process{tgid: child.Process.Pid}, tt.ep)
+		got, code := s.forkedSpace(&process{tgid: child.Process.Pid}, tt.ep)
 		if (got != nil) != tt.want || (parent.space != nil) != tt.want {
 			t.Errorf("%s: copied %v, parent's read %v, want %v", tt.name, got != nil, parent.space != nil, tt.want)
 		}
-		if got != nil && (got == parent.space || len(got.Mappings()) == 0 || parent.epoch != tt.ep) {
+		if got != nil && (got == parent.space || len(got.Mappings()) == 0 || parent.epoch != tt.ep || code == nil || code != parent.code) {
 			t.Errorf("%s: not a copy of the parent's mappings at its epoch", tt.name)
 		}
 		parent.close()

@@ -1,6 +1,7 @@
 package cell
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -118,5 +119,75 @@ func TestParseSmaps(t *testing.T) {
 	}
 	if got := parseSmaps(b); !maps.Equal(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
+
+// TestSealedCodeRecheck reads a process's mappings again as sealedCode
+// lets it, from the pages of mappings an earlier read found sealed: code
+// never written stays its file's, a page written through /proc/PID/mem
+// makes its mapping anonymous executable memory, and a mapping the
+// earlier read did not know, or another image, sends the read to smaps.
+func TestSealedCodeRecheck(t *testing.T) {
+	child := sleeper(t)
+	pid := child.Process.Pid
+	objs := attribute.NewObjects(attribute.DefaultRuntime())
+	defer objs.Close()
+	space, err := attribute.ReadSpace(pid, objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	image, err := auxv(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := &sealedCode{image: image, maps: map[codeKey]bool{}}
+	var sleep attribute.Mapping
+	for _, m := range space.Mappings() {
+		if m.Object.Kind == attribute.File {
+			known.maps[keyOf(m)] = true
+			if !m.Object.Runtime {
+				sleep = m
+			}
+		}
+	}
+	if sleep.Object == nil {
+		t.Fatal("no mapping of sleep's own code")
+	}
+	if !known.holds(space, image) || known.holds(space, append([]byte{1}, image...)) {
+		t.Fatal("holds: wrong about the image")
+	}
+	fewer := &sealedCode{image: image, maps: map[codeKey]bool{keyOf(sleep): true}}
+	if fewer.holds(space, image) {
+		t.Fatal("holds a space with mappings it does not know")
+	}
+	owners := func(known *sealedCode) (string, *sealedCode) {
+		t.Helper()
+		out, code, err := loadedCode(pid, space, objs, true, known)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, ok := out.Lookup(sleep.Start)
+		if !ok {
+			t.Fatal("sleep's code is gone")
+		}
+		return m.Object.Path, code
+	}
+	if path, code := owners(known); path != sleep.Object.Path || !code.maps[keyOf(sleep)] {
+		t.Fatalf("unwritten: %s, known again %v", path, code.maps[keyOf(sleep)])
+	}
+	mem, err := os.OpenFile(fmt.Sprintf("/proc/%d/mem", pid), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	b := make([]byte, 1)
+	if _, err := mem.ReadAt(b, int64(sleep.Start)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mem.WriteAt(b, int64(sleep.Start)); err != nil {
+		t.Skipf("SKIPPED: this kernel refuses writes of code through /proc/PID/mem: %v", err)
+	}
+	if path, code := owners(known); path != "[anon-exec]" || code.maps[keyOf(sleep)] {
+		t.Fatalf("written: %s, known again %v", path, code.maps[keyOf(sleep)])
 	}
 }

@@ -258,8 +258,8 @@ func (s *supervisor) savedRegs(tid int, e entry, regs *unwind.Regs) bool {
 // readSpace reads the process's executable mappings afresh, or takes
 // its parent's where it is a fork of it.
 func (s *supervisor) readSpace(p *process, ep epoch) error {
-	if space := s.forkedSpace(p, ep); space != nil {
-		p.space, p.epoch, p.chains = space, ep, newChains()
+	if space, code := s.forkedSpace(p, ep); space != nil {
+		p.space, p.epoch, p.chains, p.code = space, ep, newChains(), code
 		return nil
 	}
 	return s.readOwnSpace(p, ep)
@@ -268,18 +268,20 @@ func (s *supervisor) readSpace(p *process, ep epoch) error {
 // readOwnSpace reads the process's executable mappings from /proc.
 func (s *supervisor) readOwnSpace(p *process, ep epoch) error {
 	space, err := attribute.ReadSpace(p.tgid, s.objs)
+	var code *sealedCode
 	if err == nil {
-		space, err = loadedCode(p.tgid, space, s.objs, s.sealed)
+		space, code, err = loadedCode(p.tgid, space, s.objs, s.sealed, p.code)
 	}
 	if err != nil {
 		return fmt.Errorf("cell: mappings of process %d: %w", p.tgid, err)
 	}
-	p.space, p.epoch, p.chains = space, ep, newChains()
+	p.space, p.epoch, p.chains, p.code = space, ep, newChains(), code
 	return nil
 }
 
 // forkedSpace returns a copy of the mappings of p's parent, where p is a
-// copy of it: a fork keeps every mapping where it was, and the epoch
+// copy of it, and what its parent's last read found sealed (a fork keeps
+// the seals, and the image): a fork keeps every mapping where it was, and the epoch
 // page, copied with them, still holds what the parent's held when its
 // mappings were read, as long as neither changed its objects since. So
 // the children of a server or a shell, forked by the hundred, need not
@@ -289,34 +291,34 @@ func (s *supervisor) readOwnSpace(p *process, ep epoch) error {
 // while each of its children asks for an exec. A page of code written
 // through /proc/PID/mem after the fork would go unseen until the next
 // read, as it would in the parent (docs/THREAT-MODEL.md).
-func (s *supervisor) forkedSpace(p *process, ep epoch) *attribute.Space {
+func (s *supervisor) forkedSpace(p *process, ep epoch) (*attribute.Space, *sealedCode) {
 	if !ep.stable() {
-		return nil
+		return nil, nil
 	}
 	ppid, err := parentOf(p.tgid)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	s.mu.Lock()
 	parent := s.procs[ppid]
 	s.mu.Unlock()
 	if parent == nil || parent == p || !parent.mu.TryLock() {
-		return nil
+		return nil, nil
 	}
 	defer parent.mu.Unlock()
 	if parent.exited() {
-		return nil
+		return nil, nil
 	}
 	if parent.space == nil && readEpoch(parent.tgid, s.epochAt) == ep {
 		// The parent's own space: its epoch page is read first, so
 		// that a parent whose loader changed its objects since the
 		// fork is not taken for the child's.
 		if err := s.readOwnSpace(parent, ep); err != nil {
-			return nil
+			return nil, nil
 		}
 	}
 	if parent.space == nil || parent.epoch != ep {
-		return nil
+		return nil, nil
 	}
-	return parent.space.Clone()
+	return parent.space.Clone(), parent.code
 }

@@ -29,7 +29,7 @@ type thread struct {
 // knows of it.
 type process struct {
 	tgid int
-	// mu guards space, epoch and chains: the supervisor's workers
+	// mu guards space, epoch, chains and code: the supervisor's workers
 	// attribute one call of the process at a time.
 	mu sync.Mutex
 	// pidfd becomes readable when the process exits, which tells a
@@ -41,6 +41,8 @@ type process struct {
 	epoch epoch
 	// chains is valid for space only while its epoch holds.
 	chains *chains
+	// code is what the last read of smaps found sealed (identity.go).
+	code *sealedCode
 	// start is where the process is in starting an image (startup.go),
 	// and bound the compartment that bounds its image, "" for none
 	// (execs.go); both under the supervisor's mu.
