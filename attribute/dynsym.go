@@ -4,60 +4,102 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"io"
 )
 
-// dynsyms is an object's dynamic symbol table and its strings, as the
-// file holds them: Elf64_Sym entries of symSize bytes.
+// dynsyms is an object's dynamic symbol table and its strings, read an
+// entry at a time from the file, which must stay open: a supervisor asks
+// at a program's first attributed call, which waits, whether each
+// library defines a name, and libcrypto's table and strings are 230 KiB
+// of which a lookup through .gnu.hash reads a few entries. The entries
+// are Elf64_Sym, of symSize bytes.
 type dynsyms struct {
-	table, strs []byte
+	table, strs io.ReaderAt
+	n           int
+	strSize     int64
 }
 
 const symSize = 24
 
+// readDynsyms finds f's dynamic symbols; it reads none yet.
 func readDynsyms(f *elf.File) dynsyms {
 	sec, strs := f.Section(".dynsym"), f.Section(".dynstr")
-	if sec == nil || strs == nil {
+	if sec == nil || strs == nil || sec.Type == elf.SHT_NOBITS || strs.Type == elf.SHT_NOBITS {
 		return dynsyms{}
 	}
-	table, err := sec.Data()
-	if err != nil {
-		return dynsyms{}
-	}
-	s, err := strs.Data()
-	if err != nil {
-		return dynsyms{}
-	}
-	return dynsyms{table: table, strs: s}
+	return dynsyms{table: sec, strs: strs, n: int(sec.Size / symSize), strSize: int64(strs.Size)}
 }
 
-func (d dynsyms) count() int { return len(d.table) / symSize }
+// inMemory returns d read at once: for a walk of every symbol.
+func (d dynsyms) inMemory() dynsyms {
+	table, strs := make([]byte, d.n*symSize), make([]byte, d.strSize)
+	if d.n == 0 || !readFull(d.table, table) || !readFull(d.strs, strs) {
+		return dynsyms{}
+	}
+	return dynsyms{table: bytes.NewReader(table), strs: bytes.NewReader(strs), n: d.n, strSize: d.strSize}
+}
+
+func readFull(r io.ReaderAt, b []byte) bool {
+	n, _ := r.ReadAt(b, 0)
+	return n == len(b)
+}
+
+func (d dynsyms) count() int { return d.n }
+
+// entry is symbol i's Elf64_Sym, nil where it cannot be read.
+func (d dynsyms) entry(i int) []byte {
+	if i < 0 || i >= d.n {
+		return nil
+	}
+	e := make([]byte, symSize)
+	if n, _ := d.table.ReadAt(e, int64(i*symSize)); n < symSize {
+		return nil
+	}
+	return e
+}
+
+// nameChunk is how much of a name one read takes: nearly every symbol's
+// fits.
+const nameChunk = 64
 
 // name is the name of symbol i, "" for none.
 func (d dynsyms) name(i int) string {
-	if i <= 0 || i >= d.count() {
+	e := d.entry(i)
+	if i <= 0 || e == nil {
 		return ""
 	}
-	off := int(binary.LittleEndian.Uint32(d.table[i*symSize:]))
-	if off >= len(d.strs) {
-		return ""
+	off := int64(binary.LittleEndian.Uint32(e))
+	var name []byte
+	for off < d.strSize {
+		chunk := make([]byte, min(nameChunk, d.strSize-off))
+		n, _ := d.strs.ReadAt(chunk, off)
+		if end := bytes.IndexByte(chunk[:n], 0); end >= 0 {
+			return string(append(name, chunk[:end]...))
+		}
+		if n < len(chunk) {
+			return ""
+		}
+		name, off = append(name, chunk...), off+int64(n)
 	}
-	end := bytes.IndexByte(d.strs[off:], 0)
-	if end < 0 {
-		return ""
-	}
-	return string(d.strs[off : off+end])
+	return ""
 }
 
 // function says whether symbol i is a function the object defines.
 func (d dynsyms) function(i int) bool {
-	e := d.table[i*symSize:]
+	e := d.entry(i)
+	if e == nil {
+		return false
+	}
 	info, shndx := e[4], binary.LittleEndian.Uint16(e[6:])
 	return elf.ST_TYPE(info) == elf.STT_FUNC && elf.SectionIndex(shndx) != elf.SHN_UNDEF
 }
 
 // extent is the link-time address and size of symbol i.
 func (d dynsyms) extent(i int) (value, size uint64) {
-	e := d.table[i*symSize:]
+	e := d.entry(i)
+	if e == nil {
+		return 0, 0
+	}
 	return binary.LittleEndian.Uint64(e[8:]), binary.LittleEndian.Uint64(e[16:])
 }
 

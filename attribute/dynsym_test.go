@@ -2,6 +2,7 @@ package attribute
 
 import (
 	"debug/elf"
+	"maps"
 	"testing"
 )
 
@@ -43,8 +44,12 @@ func TestDefines(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defined := map[string]bool{}
 		for _, s := range syms {
 			want := elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Section != elf.SHN_UNDEF
+			if want {
+				defined[s.Name] = true
+			}
 			if want && !l.defines(s.Name) {
 				t.Errorf("%s: %s not found", path, s.Name)
 			}
@@ -55,6 +60,12 @@ func TestDefines(t *testing.T) {
 		for _, name := range []string{"", "no_such_function_anywhere", "printf_but_not"} {
 			if l.defines(name) {
 				t.Errorf("%s: %q found", path, name)
+			}
+		}
+		// Every function, read entry by entry and read at once.
+		for how, got := range map[string]map[string]bool{"from the file": l.syms.functions(), "in memory": l.syms.inMemory().functions()} {
+			if !maps.Equal(got, defined) {
+				t.Errorf("%s: %d functions %s, debug/elf reads %d", path, len(got), how, len(defined))
 			}
 		}
 	})

@@ -33,8 +33,8 @@ import (
 // returns into.
 
 // exports are the functions an object defines. The dynamic symbol table
-// is kept as the file has it: libcrypto exports some five thousand
-// symbols, of which a lookup needs one.
+// is read as a lookup needs it: libcrypto exports some five thousand
+// symbols, of which a lookup reads one or two.
 type exports struct {
 	syms dynsyms
 	// hash is the object's .gnu.hash section, nil where it has none;
@@ -99,7 +99,7 @@ func readExports(f *elf.File) *exports {
 		e.hash, _ = sec.Data()
 	}
 	if e.hash == nil || !e.syms.hashable(e.hash) {
-		e.hash, e.defined = nil, e.syms.functions()
+		e.hash, e.defined = nil, e.syms.inMemory().functions()
 	}
 	return e
 }

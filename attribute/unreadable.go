@@ -53,7 +53,7 @@ func symbolRange(f *elf.File, name string) [2]uint64 {
 		}
 	}
 	if i < 0 {
-		i, ok = d.find(name)
+		i, ok = d.inMemory().find(name)
 	}
 	if !ok || !d.function(i) {
 		return [2]uint64{}
