@@ -1,6 +1,7 @@
 package enforce
 
 import (
+	"encoding/binary"
 	"errors"
 
 	"golang.org/x/sys/unix"
@@ -11,12 +12,13 @@ import (
 
 // Ending reports whether n is a call a program makes to end, or to say
 // why before it does, which syscell lets run whatever the policy says:
-// exit and exit_group, and writes to standard error (write and writev on
+// exit and exit_group, writes to standard error (write and writev on
 // descriptor 2), where glibc's fatal messages and a program's own last
-// words go. Denying them turns an orderly exit into a crash without a
-// message (glibc's _exit falls through to a fault when exit_group
-// fails), and none of them can act on anything but the caller's own
-// process and its standard error.
+// words go, and abort's unblocking of SIGABRT (unblocksAbort). Denying
+// them turns an orderly exit into a crash without a message (glibc's
+// _exit falls through to a fault when exit_group fails, abort to one
+// when SIGABRT stays blocked), and none of them can act on anything but
+// the caller's own process and its standard error.
 func Ending(n *notify.Notification) bool {
 	if n.Data.Arch != syscalls.AuditArchX86_64 {
 		return false
@@ -26,8 +28,31 @@ func Ending(n *notify.Notification) bool {
 		return true
 	case unix.SYS_WRITE, unix.SYS_WRITEV:
 		return int32(n.Data.Args[0]) == 2
+	case unix.SYS_RT_SIGPROCMASK:
+		return unblocksAbort(n)
 	}
 	return false
+}
+
+// sigsetSize is the kernel's signal set, the size glibc passes.
+const sigsetSize = 8
+
+// unblocksAbort says whether n is abort's first step: rt_sigprocmask
+// unblocking SIGABRT alone, which a program that blocks it (one that
+// takes its signals with sigwait or a signalfd) needs to die of it. The
+// set is read from the caller: changed once read, it would unblock
+// other signals of the calling thread, which acts on nothing else.
+func unblocksAbort(n *notify.Notification) bool {
+	if n.Data.Args[0] != unix.SIG_UNBLOCK || n.Data.Args[1] == 0 || n.Data.Args[3] != sigsetSize {
+		return false
+	}
+	var set [sigsetSize]byte
+	local := []unix.Iovec{{Base: &set[0], Len: sigsetSize}}
+	remote := []unix.RemoteIovec{{Base: uintptr(n.Data.Args[1]), Len: sigsetSize}}
+	if got, err := unix.ProcessVMReadv(int(n.Pid), local, remote, 0); err != nil || got != sigsetSize {
+		return false
+	}
+	return binary.LittleEndian.Uint64(set[:]) == 1<<(unix.SIGABRT-1)
 }
 
 // Aborting reports whether n is abort's signal to itself: SIGABRT sent

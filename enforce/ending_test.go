@@ -2,7 +2,9 @@ package enforce
 
 import (
 	"os"
+	"runtime"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -16,6 +18,22 @@ import (
 func TestEnding(t *testing.T) {
 	x64, i386 := uint32(syscalls.AuditArchX86_64), uint32(syscalls.AuditArchI386)
 	abrt := uint64(unix.SIGABRT)
+	// Signal sets in this process's memory, which the notifications
+	// below name as their caller's, kept alive to the end.
+	var sets []*uint64
+	defer runtime.KeepAlive(&sets)
+	set := func(sigs ...unix.Signal) uint64 {
+		var b uint64
+		for _, s := range sigs {
+			b |= 1 << (s - 1)
+		}
+		p := new(uint64)
+		*p = b
+		sets = append(sets, p)
+		return uint64(uintptr(unsafe.Pointer(p)))
+	}
+	onlyAbort, abortAndMore := set(unix.SIGABRT), set(unix.SIGABRT, unix.SIGTERM)
+	unblock, block := uint64(unix.SIG_UNBLOCK), uint64(unix.SIG_BLOCK)
 	for _, tc := range []struct {
 		name            string
 		arch, nr        uint32
@@ -33,6 +51,12 @@ func TestEnding(t *testing.T) {
 		{"kill SIGABRT", x64, unix.SYS_KILL, [6]uint64{1, abrt}, false, true},
 		{"tkill SIGABRT", x64, unix.SYS_TKILL, [6]uint64{1, abrt}, false, true},
 		{"getpid", x64, unix.SYS_GETPID, [6]uint64{}, false, false},
+		{"unblock SIGABRT", x64, unix.SYS_RT_SIGPROCMASK, [6]uint64{unblock, onlyAbort, 0, 8}, true, false},
+		{"unblock SIGABRT and SIGTERM", x64, unix.SYS_RT_SIGPROCMASK, [6]uint64{unblock, abortAndMore, 0, 8}, false, false},
+		{"block SIGABRT", x64, unix.SYS_RT_SIGPROCMASK, [6]uint64{block, onlyAbort, 0, 8}, false, false},
+		{"unblock no set", x64, unix.SYS_RT_SIGPROCMASK, [6]uint64{unblock, 0, 0, 8}, false, false},
+		{"unblock, an unreadable set", x64, unix.SYS_RT_SIGPROCMASK, [6]uint64{unblock, 8, 0, 8}, false, false},
+		{"unblock, another set size", x64, unix.SYS_RT_SIGPROCMASK, [6]uint64{unblock, onlyAbort, 0, 16}, false, false},
 		{"i386 exit_group", i386, 252, [6]uint64{}, false, false},
 	} {
 		n := &notify.Notification{Pid: os.Getpid(), Data: bpf.SeccompData{Arch: tc.arch, Nr: tc.nr, Args: tc.args}}
