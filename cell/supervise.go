@@ -213,11 +213,12 @@ func (s *supervisor) answer(n *notify.Notification, w *worker) error {
 		return err
 	}
 	if s.loadingCall(n) || s.loaderCacheUnmap(n) {
+		decided := time.Since(n.Received)
 		pending, err := s.reply(n, policy.ActAllow, nil)
 		if pending {
 			s.mu.Lock()
 			s.stats.count(OwnerStartUp, n.Data.Nr, true, nil)
-			s.stats.took(time.Since(n.Received))
+			s.stats.took(decided)
 			s.mu.Unlock()
 		}
 		return err
@@ -275,6 +276,12 @@ func (s *supervisor) answer(n *notify.Notification, w *worker) error {
 	}
 	// A call withdrawn meanwhile (a signal interrupted it, its thread was
 	// killed) is neither counted nor logged: its thread may make it again.
+	// Its time is taken before the answer: the listener wakes the caller
+	// on the supervisor's CPU, so the answer returns only once the
+	// caller, running, lets the CPU go (up to a millisecond of openssl's
+	// start after the loader's last call), which is no wait of the
+	// caller's.
+	decided := time.Since(n.Received)
 	pending, err := s.reply(n, act, ring)
 	if !pending {
 		return err
@@ -283,7 +290,7 @@ func (s *supervisor) answer(n *notify.Notification, w *worker) error {
 	defer s.mu.Unlock()
 	if supervised {
 		s.stats.count(o.label, n.Data.Nr, act == policy.ActAllow, unattributed)
-		s.stats.took(time.Since(n.Received))
+		s.stats.took(decided)
 	}
 	if act != policy.ActAllow {
 		s.denied.count(o.label, n, act, why)
