@@ -176,13 +176,14 @@ func (ids *identities) compartmentOf(o *attribute.Object) (string, bool) {
 // could not, a mapping need not be sealed. Where known, from an earlier
 // read of the same image, holds every file mapping of space, the pages
 // of those mappings are asked whether they were written since, instead
-// (sealedCode).
-func loadedCode(pid int, space *attribute.Space, objs *attribute.Objects, sealed bool, known *sealedCode) (*attribute.Space, *sealedCode, error) {
+// (sealedCode). execs is the process's count of execs when its mappings
+// were read.
+func loadedCode(pid int, space *attribute.Space, objs *attribute.Objects, sealed bool, known *sealedCode, execs uint64) (*attribute.Space, *sealedCode, error) {
 	image, err := auxv(pid)
 	if err != nil {
 		return nil, nil, err
 	}
-	if sealed && known.holds(space, image) {
+	if sealed && known.holds(space, image, execs) {
 		return known.recheck(pid, space, objs)
 	}
 	b, err := readAll(fmt.Sprintf("/proc/%d/smaps", pid))
@@ -190,7 +191,7 @@ func loadedCode(pid int, space *attribute.Space, objs *attribute.Objects, sealed
 		return nil, nil, err
 	}
 	vmas := parseSmaps(b)
-	out, code := attribute.NewSpace(objs), &sealedCode{image: image, maps: map[codeKey]bool{}}
+	out, code := attribute.NewSpace(objs), &sealedCode{image: image, execs: execs, maps: map[codeKey]bool{}}
 	for _, m := range space.Mappings() {
 		v, ok := vmas[m.Start]
 		switch {
@@ -207,7 +208,9 @@ func loadedCode(pid int, space *attribute.Space, objs *attribute.Objects, sealed
 
 // sealedCode are the mappings of code a read of smaps found sealed and
 // holding their file's code as the loader mapped it, and the image they
-// were read in: its auxiliary vector, which only an exec sets. A sealed
+// were read in: its auxiliary vector, which only an exec sets, and the
+// count of execs the supervisor let the process make (two execs of one
+// program without address randomization may leave the same vector). A sealed
 // mapping can be neither unmapped, moved nor remapped: where a later read
 // of the same image lists one with the same bounds, offset and file, it
 // is still that mapping, and what is left to ask is whether a page of it
@@ -218,6 +221,7 @@ func loadedCode(pid int, space *attribute.Space, objs *attribute.Objects, sealed
 // a module it has) has its mappings read again for a fifth of the cost.
 type sealedCode struct {
 	image []byte
+	execs uint64
 	maps  map[codeKey]bool
 }
 
@@ -229,8 +233,8 @@ func keyOf(m attribute.Mapping) codeKey {
 
 // holds says whether every file mapping of space is a sealed mapping of
 // known's image.
-func (known *sealedCode) holds(space *attribute.Space, image []byte) bool {
-	if known == nil || !bytes.Equal(known.image, image) {
+func (known *sealedCode) holds(space *attribute.Space, image []byte, execs uint64) bool {
+	if known == nil || known.execs != execs || !bytes.Equal(known.image, image) {
 		return false
 	}
 	for _, m := range space.Mappings() {
@@ -251,7 +255,7 @@ func (known *sealedCode) recheck(pid int, space *attribute.Space, objs *attribut
 		return nil, nil, err
 	}
 	defer pages.Close()
-	out, code := attribute.NewSpace(objs), &sealedCode{image: known.image, maps: map[codeKey]bool{}}
+	out, code := attribute.NewSpace(objs), &sealedCode{image: known.image, execs: known.execs, maps: map[codeKey]bool{}}
 	for _, m := range space.Mappings() {
 		if m.Object.Kind == attribute.File {
 			written, err := writtenPages(pages, m.Start, m.End)

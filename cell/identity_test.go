@@ -153,16 +153,16 @@ func TestSealedCodeRecheck(t *testing.T) {
 	if sleep.Object == nil {
 		t.Fatal("no mapping of sleep's own code")
 	}
-	if !known.holds(space, image) || known.holds(space, append([]byte{1}, image...)) {
+	if !known.holds(space, image, 0) || known.holds(space, append([]byte{1}, image...), 0) || known.holds(space, image, 1) {
 		t.Fatal("holds: wrong about the image")
 	}
 	fewer := &sealedCode{image: image, maps: map[codeKey]bool{keyOf(sleep): true}}
-	if fewer.holds(space, image) {
+	if fewer.holds(space, image, 0) {
 		t.Fatal("holds a space with mappings it does not know")
 	}
 	owners := func(known *sealedCode) (string, *sealedCode) {
 		t.Helper()
-		out, code, err := loadedCode(pid, space, objs, true, known)
+		out, code, err := loadedCode(pid, space, objs, true, known, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

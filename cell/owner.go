@@ -267,10 +267,11 @@ func (s *supervisor) readSpace(p *process, ep epoch) error {
 
 // readOwnSpace reads the process's executable mappings from /proc.
 func (s *supervisor) readOwnSpace(p *process, ep epoch) error {
+	execs := p.execs.Load()
 	space, err := attribute.ReadSpace(p.tgid, s.objs)
 	var code *sealedCode
 	if err == nil {
-		space, code, err = loadedCode(p.tgid, space, s.objs, s.sealed, p.code)
+		space, code, err = loadedCode(p.tgid, space, s.objs, s.sealed, p.code, execs)
 	}
 	if err != nil {
 		return fmt.Errorf("cell: mappings of process %d: %w", p.tgid, err)

@@ -140,6 +140,7 @@ func (s *supervisor) execLetRun(n *notify.Notification, bound string) {
 	if err != nil {
 		return
 	}
+	t.proc.execs.Add(1)
 	v, err := auxv(t.proc.tgid)
 	if err != nil {
 		return

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -43,6 +44,9 @@ type process struct {
 	chains *chains
 	// code is what the last read of smaps found sealed (identity.go).
 	code *sealedCode
+	// execs counts the execs the supervisor let the process make
+	// (execLetRun): mappings read before one may be another image's.
+	execs atomic.Uint64
 	// start is where the process is in starting an image (startup.go),
 	// and bound the compartment that bounds its image, "" for none
 	// (execs.go); both under the supervisor's mu.
