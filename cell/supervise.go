@@ -170,7 +170,7 @@ func (s *supervisor) serve() {
 
 // spareProcessor gives the runtime one processor more than there are
 // CPUs, unless GOMAXPROCS says how many, once the receiving thread hands
-// a call to a worker. It waits for calls in poll; while every other
+// a call to a worker. It waits for calls in the kernel; while every other
 // processor is taken (a worker checking an exec), the runtime's monitor
 // takes the waiting thread's processor back each time, and then wakes
 // every 20 µs for a millisecond or more: a fifth of the supervisor's

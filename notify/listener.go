@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -27,18 +28,29 @@ var ErrNotPending = errors.New("notification not pending")
 //
 // A notified thread waits for the supervisor, so the time from the call
 // to the answer is what matters, not the supervisor's throughput: Serve
-// and Receive wait on a thread of their own, in poll(2), outside Go's
-// network poller, whose extra hops (an epoll thread, then the goroutine)
-// cost more than a bare round trip; and the kernel is asked to wake that
-// thread on the caller's CPU (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, Linux
-// 6.6), which the caller, going to sleep, hands straight to it.
+// and Receive wait on a thread of their own, outside Go's network poller,
+// whose extra hops (an epoll thread, then the goroutine) cost more than a
+// bare round trip; and the kernel is asked to wake that thread on the
+// caller's CPU (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, Linux 6.6), which the
+// caller, going to sleep, hands straight to it. Where the kernel has that
+// flag, the thread waits in SECCOMP_IOCTL_NOTIF_RECV itself, which the
+// same kernels wake once no task uses the filter, and Close interrupts
+// with WakeSignal; elsewhere it waits in poll(2), a system call more a
+// notification.
 type Listener struct {
 	fd    int
 	sizes Sizes
-	// wake, an eventfd, wakes the waits of Serve and Receive when Close
-	// is called: the kernel wakes neither poll nor
-	// SECCOMP_IOCTL_NOTIF_RECV on a close from another thread.
+	// blocking says the receive itself is the wait (the kernel has the
+	// synchronous wake-up, and WakeSignal interrupts the wait).
+	blocking bool
+	// wake, an eventfd, wakes the waits in poll when Close is called:
+	// the kernel does not wake poll on a close from another thread.
 	wake int
+	// closing is set by Close before it interrupts the receivers, the
+	// threads waiting in SECCOMP_IOCTL_NOTIF_RECV, by their thread IDs.
+	closing   atomic.Bool
+	rmu       sync.Mutex
+	receivers map[int]bool
 	// mu is held for reading by every operation on fd and for writing by
 	// Close, which closes it: a descriptor number is never used once
 	// closed, when it may already name another file.
@@ -60,16 +72,19 @@ func NewListener(fd int) (*Listener, error) {
 		return nil, fmt.Errorf("notify: eventfd: %w", err)
 	}
 	// Where the kernel lacks the flag, the wake-up is an ordinary one.
-	ioctlValue(fd, unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
-	return &Listener{fd: fd, sizes: sizes, wake: wake}, nil
+	sync := ioctlValue(fd, unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP) == nil
+	blocking := sync && interruptible() == nil
+	return &Listener{fd: fd, sizes: sizes, wake: wake, blocking: blocking, receivers: map[int]bool{}}, nil
 }
 
 // Close closes the listener. Calls still waiting, and every call the
 // filter notifies from now on, fail with ENOSYS; a waiting Receive or
 // Serve returns.
 func (l *Listener) Close() error {
+	l.closing.Store(true)
 	one := [8]byte{1}
 	unix.Write(l.wake, one[:])
+	l.interruptReceivers()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -85,13 +100,27 @@ func (l *Listener) Close() error {
 func (l *Listener) Receive() (*Notification, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	if err := l.prepareThread(); err != nil {
+		return nil, err
+	}
 	return l.receive(make([]byte, l.sizes.Notif))
 }
 
-// receive waits for a notification and receives it into buf.
+// prepareThread readies the calling thread, locked to its goroutine, to
+// receive.
+func (l *Listener) prepareThread() error {
+	if !l.blocking {
+		return nil
+	}
+	return unblockWake()
+}
+
+// receive waits for a notification and receives it into buf, on the
+// calling thread, which prepareThread readied.
 func (l *Listener) receive(buf []byte) (*Notification, error) {
+	tid := unix.Gettid()
 	for {
-		n, err := l.tryReceive(buf)
+		n, err := l.tryReceive(buf, tid)
 		if n != nil || err != nil {
 			if err != nil && !errors.Is(err, ErrNoTasks) {
 				err = fmt.Errorf("notify: receive: %w", err)
@@ -102,34 +131,72 @@ func (l *Listener) receive(buf []byte) (*Notification, error) {
 }
 
 // tryReceive waits until a notification is queued, the filter has no
-// task left or the listener is closed, and receives the notification.
-// It returns nil, nil where the caller should wait again. The wait is in
-// poll rather than in SECCOMP_IOCTL_NOTIF_RECV, which only Close could
-// not wake; a thread that is the only one to receive from the listener
-// then finds a notification, or none if its caller was interrupted
-// meanwhile (ENOENT), and never blocks in the receive.
-func (l *Listener) tryReceive(buf []byte) (*Notification, error) {
+// task left or the listener is closed, and receives the notification on
+// thread tid, the caller's. It returns nil, nil where the caller should
+// wait again.
+func (l *Listener) tryReceive(buf []byte, tid int) (*Notification, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {
 		return nil, os.ErrClosed
 	}
+	if l.blocking {
+		return l.receiveWaiting(buf, tid)
+	}
+	switch err := l.poll(); {
+	case errors.Is(err, errWaitAgain):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return l.recv(buf)
+}
+
+// receiveWaiting waits in the receive itself. The thread is listed as a
+// receiver before it looks at closing, and Close sets closing before it
+// looks for receivers, so that either this thread sees it or Close
+// signals it, again until it has left.
+func (l *Listener) receiveWaiting(buf []byte, tid int) (*Notification, error) {
+	l.enter(tid)
+	defer l.leave(tid)
+	if l.closing.Load() {
+		return nil, os.ErrClosed
+	}
+	n, err := l.recv(buf)
+	if n == nil && err == nil && l.orphaned() {
+		return nil, ErrNoTasks
+	}
+	return n, err
+}
+
+// errWaitAgain is poll's answer when no notification is queued.
+var errWaitAgain = errors.New("no notification")
+
+// poll waits in poll(2) until a notification is queued, and returns nil
+// then, ErrNoTasks, os.ErrClosed or errWaitAgain.
+func (l *Listener) poll() error {
 	fds := []unix.PollFd{{Fd: int32(l.fd), Events: unix.POLLIN}, {Fd: int32(l.wake), Events: unix.POLLIN}}
 	if _, err := unix.Poll(fds, -1); err != nil {
 		if errors.Is(err, unix.EINTR) {
-			return nil, nil
+			return errWaitAgain
 		}
-		return nil, fmt.Errorf("poll: %w", err)
+		return fmt.Errorf("poll: %w", err)
 	}
 	switch {
 	case fds[1].Revents != 0:
-		return nil, os.ErrClosed
+		return os.ErrClosed
 	case fds[0].Revents&unix.POLLIN != 0:
+		return nil
 	case fds[0].Revents&unix.POLLHUP != 0:
-		return nil, ErrNoTasks
-	default:
-		return nil, nil
+		return ErrNoTasks
 	}
+	return errWaitAgain
+}
+
+// recv receives a notification. It returns nil, nil where there was
+// none to receive: its caller was interrupted meanwhile, or the filter
+// has no task left (ENOENT), or a signal interrupted the wait (EINTR).
+func (l *Listener) recv(buf []byte) (*Notification, error) {
 	// The kernel demands a zeroed buffer, so that fields it may add later
 	// start out empty.
 	clear(buf)
@@ -145,6 +212,47 @@ func (l *Listener) tryReceive(buf []byte) (*Notification, error) {
 	return n, nil
 }
 
+// orphaned says whether no task uses the filter any more.
+func (l *Listener) orphaned() bool {
+	fds := []unix.PollFd{{Fd: int32(l.fd), Events: unix.POLLIN}}
+	_, err := unix.Poll(fds, 0)
+	return err == nil && fds[0].Revents&unix.POLLHUP != 0
+}
+
+func (l *Listener) enter(tid int) {
+	l.rmu.Lock()
+	l.receivers[tid] = true
+	l.rmu.Unlock()
+}
+
+func (l *Listener) leave(tid int) {
+	l.rmu.Lock()
+	delete(l.receivers, tid)
+	l.rmu.Unlock()
+}
+
+// interruptReceivers signals each thread waiting in the receive until
+// none is left. A thread signalled just before it enters the wait enters
+// it all the same, hence the repeats.
+func (l *Listener) interruptReceivers() {
+	pid := unix.Getpid()
+	for {
+		l.rmu.Lock()
+		tids := make([]int, 0, len(l.receivers))
+		for tid := range l.receivers {
+			tids = append(tids, tid)
+		}
+		l.rmu.Unlock()
+		if len(tids) == 0 {
+			return
+		}
+		for _, tid := range tids {
+			unix.Tgkill(pid, tid, WakeSignal)
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
 // Serve passes every notification to answer until no task uses the
 // filter or the listener is closed, and then returns nil. It receives on
 // a thread of its own, and answer runs there: a notification is received
@@ -154,6 +262,10 @@ func (l *Listener) tryReceive(buf []byte) (*Notification, error) {
 func (l *Listener) Serve(answer func(*Notification) error) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	if err := l.prepareThread(); err != nil {
+		l.Close()
+		return err
+	}
 	buf := make([]byte, l.sizes.Notif)
 	for {
 		n, err := l.receive(buf)

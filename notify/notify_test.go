@@ -15,6 +15,14 @@ import (
 	"github.com/syscell/syscell/notify"
 )
 
+// init keeps the main goroutine on the main thread, so that no target
+// runs there: the runtime ends the thread of a goroutine that exits
+// locked to it, but never the main thread, whose filter would then keep
+// a user for ever.
+func init() {
+	runtime.LockOSThread()
+}
+
 // target is a thread of the test process under a filter that notifies some
 // calls. Supervisor and target share the process, which keeps the tests
 // fast; no_new_privs and the filter stay with the thread, which ends with
@@ -265,5 +273,32 @@ func TestClose(t *testing.T) {
 	}
 	if r := <-tg.start(unix.SYS_GETPGID); r.errno != unix.ENOSYS {
 		t.Errorf("call notified after the listener closed: errno %d, want ENOSYS", r.errno)
+	}
+}
+
+// TestCloseInterrupts closes listeners whose Receive is at every point of
+// entering its wait, from not yet started to asleep in the kernel: each
+// Receive must return os.ErrClosed, however close to the wait Close comes.
+func TestCloseInterrupts(t *testing.T) {
+	for i := range 40 {
+		tg := startTarget(t, unix.SYS_GETPPID)
+		received := make(chan error, 1)
+		go func() {
+			_, err := tg.listener.Receive()
+			received <- err
+		}()
+		time.Sleep(time.Duration(i%8) * 20 * time.Microsecond)
+		if err := tg.listener.Close(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-received:
+			if !errors.Is(err, os.ErrClosed) {
+				t.Fatalf("round %d: Receive on a closed listener: %v, want os.ErrClosed", i, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("round %d: Receive still waiting 5 s after Close", i)
+		}
+		tg.stop()
 	}
 }

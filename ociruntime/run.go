@@ -7,6 +7,8 @@ import (
 	"os/signal"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/syscell/syscell/notify"
 )
 
 // run creates and starts a container, and in the foreground waits for it
@@ -105,7 +107,8 @@ func waitInit(pid int, signals <-chan os.Signal) int {
 		case status := <-exited:
 			return status
 		case sig := <-signals:
-			if s, ok := sig.(unix.Signal); ok && s != unix.SIGCHLD && s != unix.SIGURG {
+			// Syscell's own wake-up signal never reaches the container.
+			if s, ok := sig.(unix.Signal); ok && s != unix.SIGCHLD && s != unix.SIGURG && s != notify.WakeSignal {
 				unix.Kill(pid, s)
 			}
 		}
