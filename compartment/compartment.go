@@ -11,6 +11,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"sync/atomic"
 
 	"github.com/syscell/syscell/policy"
 	"github.com/syscell/syscell/syscalls"
@@ -84,6 +85,11 @@ type Spec struct {
 	Layout Layout
 	// BadArch applies to calls from any ABI but x86_64.
 	BadArch policy.Action
+	// covers memoizes Coverage and RuntimeCoverage below SiteCount, one
+	// after the other for each number, each stored plus one (zero: not
+	// yet known): the supervisor asks at every call it decides, and
+	// each answer loops over the compartments.
+	covers []atomic.Uint32
 }
 
 // Supervise is the action of calls the supervisor decides.
@@ -95,7 +101,7 @@ var Supervise = policy.Action{Kind: policy.UserNotify}
 func NewSpec(p *policy.Policy, l Layout) (*Spec, error) {
 	r := p.Resolve([]syscalls.Arch{syscalls.X86_64})
 	s := &Spec{Union: withSealing(r.Tables[0]), Allowed: map[string]map[uint32]bool{}, Starting: map[string]map[uint32]bool{},
-		Reach: map[string]map[uint32]bool{}, Layout: l, BadArch: p.BadArch}
+		Reach: map[string]map[uint32]bool{}, Layout: l, BadArch: p.BadArch, covers: make([]atomic.Uint32, 2*SiteCount)}
 	for _, c := range p.Compartments {
 		all := numbers(c.Syscalls, nil)
 		s.Allowed[c.Name] = numbers(p.ServingCalls(c), nil)
@@ -341,7 +347,23 @@ const (
 // phase, None where none may in any phase. With no compartments at all,
 // every syscall the union allows counts as allowed by all.
 func (s *Spec) Coverage(nr uint32) Coverage {
-	return s.coverage(nr, func(string) bool { return true })
+	return s.memo(2*uint64(nr), func() Coverage {
+		return s.coverage(nr, func(string) bool { return true })
+	})
+}
+
+// memo returns the coverage memoized at i, computing it first where it
+// is not.
+func (s *Spec) memo(i uint64, compute func() Coverage) Coverage {
+	if i >= uint64(len(s.covers)) {
+		return compute()
+	}
+	if c := s.covers[i].Load(); c != 0 {
+		return Coverage(c - 1)
+	}
+	c := compute()
+	s.covers[i].Store(uint32(c) + 1)
+	return c
 }
 
 // RuntimeCoverage of nr is its coverage among the compartments that can
@@ -351,9 +373,11 @@ func (s *Spec) Coverage(nr uint32) Coverage {
 // count: where they all may make it, or none may, the instruction pointer
 // in the runtime decides it, in the kernel, with no unwind.
 func (s *Spec) RuntimeCoverage(nr uint32) Coverage {
-	return s.coverage(nr, func(name string) bool {
-		reach, known := s.Reach[name]
-		return !known || reach[nr]
+	return s.memo(2*uint64(nr)+1, func() Coverage {
+		return s.coverage(nr, func(name string) bool {
+			reach, known := s.Reach[name]
+			return !known || reach[nr]
+		})
 	})
 }
 

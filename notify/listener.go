@@ -103,7 +103,7 @@ func (l *Listener) Receive() (*Notification, error) {
 	if err := l.prepareThread(); err != nil {
 		return nil, err
 	}
-	return l.receive(make([]byte, l.sizes.Notif))
+	return l.receive(make([]byte, l.sizes.Notif), unix.Gettid())
 }
 
 // prepareThread readies the calling thread, locked to its goroutine, to
@@ -116,9 +116,8 @@ func (l *Listener) prepareThread() error {
 }
 
 // receive waits for a notification and receives it into buf, on the
-// calling thread, which prepareThread readied.
-func (l *Listener) receive(buf []byte) (*Notification, error) {
-	tid := unix.Gettid()
+// calling thread, tid, which prepareThread readied.
+func (l *Listener) receive(buf []byte, tid int) (*Notification, error) {
 	for {
 		n, err := l.tryReceive(buf, tid)
 		if n != nil || err != nil {
@@ -266,9 +265,9 @@ func (l *Listener) Serve(answer func(*Notification) error) error {
 		l.Close()
 		return err
 	}
-	buf := make([]byte, l.sizes.Notif)
+	buf, tid := make([]byte, l.sizes.Notif), unix.Gettid()
 	for {
-		n, err := l.receive(buf)
+		n, err := l.receive(buf, tid)
 		if errors.Is(err, ErrNoTasks) || errors.Is(err, os.ErrClosed) {
 			return nil
 		}
