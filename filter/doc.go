@@ -26,5 +26,5 @@
 //
 // This package registers the role behind Child.Probe, which makes a list of
 // system calls under a program and reports what each returned; package
-// secbench registers its measuring role the same way.
+// bench/sec registers its measuring role the same way.
 package filter

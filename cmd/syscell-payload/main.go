@@ -1,5 +1,5 @@
 // Command syscell-payload plays the payload of the supervised mechanisms
-// of syscell bench mech (package mechbench), which starts it: it is
+// of syscell bench mech (package bench/mech), which starts it: it is
 // linked dynamically, as syscell is not, so that the loader loads the
 // audit library into it and libc's syscall() is there to call.
 package main
@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/syscell/syscell/mechbench"
+	"github.com/syscell/syscell/bench/mech"
 )
 
-// main runs only when the payload was not asked for: mechbench plays it
+// main runs only when the payload was not asked for: bench/mech plays it
 // from its init when PayloadEnv is set.
 func main() {
-	fmt.Fprintf(os.Stderr, "syscell-payload: only syscell bench mech runs this, with %s set\n", mechbench.PayloadEnv)
+	fmt.Fprintf(os.Stderr, "syscell-payload: only syscell bench mech runs this, with %s set\n", mech.PayloadEnv)
 	os.Exit(2)
 }

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/syscell/syscell/bench/sec"
 	"github.com/syscell/syscell/bpf"
-	"github.com/syscell/syscell/secbench"
 )
 
 func benchCommand() *cobra.Command {
@@ -56,8 +56,8 @@ Timings are noisy on shared machines: compare numbers from one run.`,
 	c.compileFlags.register(cmd)
 	c.arch.register(cmd)
 	fs := cmd.Flags()
-	fs.IntVar(&c.calls, "calls", secbench.DefaultCallsPerRun, "how many times each run makes each syscall")
-	fs.IntVar(&c.runs, "runs", secbench.DefaultRuns, "how many runs; the median is kept")
+	fs.IntVar(&c.calls, "calls", sec.DefaultCallsPerRun, "how many times each run makes each syscall")
+	fs.IntVar(&c.runs, "runs", sec.DefaultRuns, "how many runs; the median is kept")
 	fs.BoolVar(&c.jsonOut, "json", false, "print the report as JSON")
 	return cmd
 }
@@ -94,7 +94,7 @@ func (c *benchFilterCmd) run(cmd *cobra.Command, path string) error {
 	// An interrupt cancels the run, which kills the children.
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 	defer stop()
-	rep, err := secbench.Run(ctx, prog, secbench.DefaultCalls(), secbench.Options{CallsPerRun: c.calls, Runs: c.runs})
+	rep, err := sec.Run(ctx, prog, sec.DefaultCalls(), sec.Options{CallsPerRun: c.calls, Runs: c.runs})
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/syscell/syscell/mechbench"
+	"github.com/syscell/syscell/bench/mech"
 )
 
 type benchMechCmd struct {
@@ -33,8 +33,8 @@ func benchMechCommand() *cobra.Command {
 		RunE:    func(cmd *cobra.Command, _ []string) error { return c.run(cmd) },
 	}
 	fs := cmd.Flags()
-	fs.IntSliceVar(&c.iters, "iters", mechbench.DefaultIterations, "numbers of getpid calls to time, comma-separated")
-	fs.IntVar(&c.runs, "runs", mechbench.DefaultRuns, "payloads per mechanism and number of calls")
+	fs.IntSliceVar(&c.iters, "iters", mech.DefaultIterations, "numbers of getpid calls to time, comma-separated")
+	fs.IntVar(&c.runs, "runs", mech.DefaultRuns, "payloads per mechanism and number of calls")
 	fs.StringSliceVar(&c.mechs, "mechs", mechanismNames(), "mechanisms to measure, comma-separated")
 	fs.IntVar(&c.slowLimit, "slow-limit", 100_000, "most calls for the slow mechanisms; 0 for no limit")
 	fs.BoolVar(&c.jsonOut, "json", false, "print the report as JSON")
@@ -43,14 +43,14 @@ func benchMechCommand() *cobra.Command {
 }
 
 // benchMechLong is the command's help, its list of mechanisms taken from
-// package mechbench.
+// package mech.
 func benchMechLong() string {
 	var b strings.Builder
 	b.WriteString(`Extend seccomp-benchmark's ptrace-against-seccomp table to every mechanism:
 a payload process (this binary, re-executed) makes N raw getpid calls in a
 loop under each of
 `)
-	for _, m := range mechbench.Mechanisms() {
+	for _, m := range mech.Mechanisms() {
 		fmt.Fprintf(&b, "\n  %-17s %s", m, m.Description())
 	}
 	b.WriteString(`
@@ -67,7 +67,7 @@ one run.`)
 // mechanismNames names every mechanism, for the default of --mechs.
 func mechanismNames() []string {
 	var names []string
-	for _, m := range mechbench.Mechanisms() {
+	for _, m := range mech.Mechanisms() {
 		names = append(names, string(m))
 	}
 	return names
@@ -81,7 +81,7 @@ func (c *benchMechCmd) run(cmd *cobra.Command) error {
 	// An interrupt cancels the run, which kills the payloads.
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 	defer stop()
-	rep, err := mechbench.Run(ctx, opts)
+	rep, err := mech.Run(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -107,8 +107,8 @@ func (c *benchMechCmd) run(cmd *cobra.Command) error {
 }
 
 // options checks the flags; any problem is bad input.
-func (c *benchMechCmd) options() (mechbench.Options, error) {
-	opts := mechbench.Options{Iterations: c.iters, Runs: c.runs, SlowLimit: c.slowLimit}
+func (c *benchMechCmd) options() (mech.Options, error) {
+	opts := mech.Options{Iterations: c.iters, Runs: c.runs, SlowLimit: c.slowLimit}
 	for _, n := range c.iters {
 		if n <= 0 {
 			return opts, inputErrorf("--iters: %d is not a positive number of calls", n)
@@ -121,7 +121,7 @@ func (c *benchMechCmd) options() (mechbench.Options, error) {
 		return opts, inputErrorf("--slow-limit must not be negative")
 	}
 	for _, name := range c.mechs {
-		m, err := mechbench.ParseMechanism(strings.TrimSpace(name))
+		m, err := mech.ParseMechanism(strings.TrimSpace(name))
 		if err != nil {
 			return opts, inputErrorf("--mechs: %w", err)
 		}
