@@ -19,7 +19,7 @@ build: heapguard audit
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/syscell
 	@# Next to the binary, where syscell run and syscell bench mech look
 	@# for them (ARCHITECTURE.md, enforce and bench/mech).
-	enforce/shim/build.sh bin/syscell-shim
+	run/enforce/shim/build.sh bin/syscell-shim
 	$(GO) build -trimpath -ldflags=-linkmode=external -o bin/syscell-payload ./cmd/syscell-payload
 	@# The OCI runtime is the binary under this name (docs/CONTAINERS.md).
 	ln -sf syscell bin/syscell-runtime

@@ -206,14 +206,14 @@ const char *inherit_text(void);
 void inherit_publish(void);
 void inherit_apply(void);
 void inherit_check(const struct object *o);
-/* Marks for the supervisor (cell/startup.go): execveat(-1, ..., flags). */
+/* Marks for the supervisor (run/cell/startup.go): execveat(-1, ..., flags). */
 #define MARK_FLAGS 0x5ce11000
 #define MARK_LOADED (MARK_FLAGS | 1)
 #define MARK_BOUND (MARK_FLAGS | 2)
 #define MARK_INSTALLED (MARK_FLAGS | 3)
 #define MARK_SERVING (MARK_FLAGS | 4)
 /* The slot of the compartment that bounds this executed image, whose
-   objects then all bind to it, or -1 for none (cell/execs.go). */
+   objects then all bind to it, or -1 for none (run/cell/execs.go). */
 int inherit_bound(void);
 /* Tells the supervisor that this executed image is loaded: its loader's
    start-up calls are over. */

@@ -120,7 +120,7 @@ void inherit_check(const struct object *o)
 void inherit_loaded(void)
 {
 	/* The mark the supervisor takes for the end of this image's start-up
-	   (cell/startup.go): an execveat the kernel would refuse. */
+	   (run/cell/startup.go): an execveat the kernel would refuse. */
 	syscall(SYS_execveat, -1, NULL, NULL, NULL, MARK_LOADED);
 }
 
@@ -129,7 +129,7 @@ int inherit_bound(void)
 	size_t size;
 	char *exe = object_executable_buffer(&size);
 	/* The supervisor writes the executable's path into exe
-	   (cell/startup.go). */
+	   (run/cell/startup.go). */
 	long v = syscall(SYS_execveat, -1, exe, size, NULL, MARK_BOUND);
 	if (v < 0)
 		die("ask the supervisor what bounds this image: %s", strerror(errno));

@@ -11,7 +11,7 @@
  * (CLONE_VM | CLONE_FILES) but is not one of its threads, so the filter
  * (TSYNC reaches the thread group only) does not apply to it. The main
  * thread publishes the listener in memory and makes a mark the filter
- * notifies (an execveat the kernel would refuse, cell/startup.go): it
+ * notifies (an execveat the kernel would refuse, run/cell/startup.go): it
  * waits, asleep, until the supervisor answers, which the supervisor does
  * once the helper has sent the listener and closed this process's copies
  * of it and of the socket (the socket's end of file tells): a process

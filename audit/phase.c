@@ -1,5 +1,5 @@
 /*
- * Phases (policy serving-from, cell/phases.go): a process serves from its
+ * Phases (policy serving-from, run/cell/phases.go): a process serves from its
  * first call of a serving-loop wait (epoll_wait, accept4...). Each binding
  * a compartment has of a libc function that makes such a call goes
  * through a trampoline (phase.S), which, the first time this process
@@ -56,7 +56,7 @@ static bool starts_serving(const char *name)
 void syscell_phase_serve(void)
 {
 	__atomic_store_n(&syscell_phase_serving, 1, __ATOMIC_RELAXED);
-	/* A mark the filter notifies (cell/startup.go). Without a
+	/* A mark the filter notifies (run/cell/startup.go). Without a
 	   supervisor the process cannot serve anyway: its supervised
 	   calls fail. */
 	syscall(SYS_execveat, -1, NULL, NULL, NULL, MARK_SERVING);

@@ -8,7 +8,7 @@
  * supervisor before this library's code can run. It needs no library
  * at all, the loader's neither.
  *
- * enforce's shim (enforce/shim/build.sh) links the same runtime, for a
+ * enforce's shim (run/enforce/shim/build.sh) links the same runtime, for a
  * start with no C library's.
  *
  * The declarations are the C library's headers'; this header has what

@@ -17,9 +17,9 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/syscell/syscell/cell"
 	"github.com/syscell/syscell/internal/hostbundle"
 	"github.com/syscell/syscell/policy"
+	"github.com/syscell/syscell/run/cell"
 	"github.com/syscell/syscell/supervisor"
 )
 

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/syscell/syscell/cell"
+	"github.com/syscell/syscell/run/cell"
 )
 
 // compatDoc, when set, is where TestCompatibility writes its table:

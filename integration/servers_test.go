@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/syscell/syscell/attribute"
-	"github.com/syscell/syscell/cell"
 	"github.com/syscell/syscell/policy"
+	"github.com/syscell/syscell/run/cell"
 )
 
 // servers are the programs of bench/servers, whose recorded policies are

@@ -13,7 +13,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/syscell/syscell/cell"
+	"github.com/syscell/syscell/run/cell"
 	"github.com/syscell/syscell/supervisor"
 )
 

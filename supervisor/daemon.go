@@ -20,7 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/syscell/syscell/cell"
+	"github.com/syscell/syscell/run/cell"
 )
 
 // Config configures a supervisor.

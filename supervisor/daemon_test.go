@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/syscell/syscell/cell"
+	"github.com/syscell/syscell/run/cell"
 )
 
 // syncBuffer is a log the supervisor writes while the test reads it.
@@ -45,7 +45,7 @@ func testDirs(t *testing.T) Dirs {
 	if err := os.Mkdir(d.PolicyDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	prog, err := os.ReadFile("../cell/testdata/prog.toml")
+	prog, err := os.ReadFile("../run/cell/testdata/prog.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestControl(t *testing.T) {
 		want string
 	}{
 		{"../c", Use{Policy: "prog"}, `container "../c": a name`},
-		{"c2", Use{Policy: "../cell/testdata/prog.toml"}, `policy "../cell/testdata/prog.toml": a name`},
+		{"c2", Use{Policy: "../run/cell/testdata/prog.toml"}, `policy "../run/cell/testdata/prog.toml": a name`},
 		{"c2", Use{Policy: "nosuch"}, `no policy "nosuch" in ` + dirs.PolicyDir},
 		{"c2", Use{Policy: "whole"}, "has no compartments"},
 		{"c2", Use{Policy: "prog", Mode: "loud"}, `unknown mode "loud"`},

@@ -3,7 +3,7 @@ package supervisor
 import (
 	"path/filepath"
 
-	"github.com/syscell/syscell/cell"
+	"github.com/syscell/syscell/run/cell"
 )
 
 // Default directories.

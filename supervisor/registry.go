@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/syscell/syscell/enforce"
 	"github.com/syscell/syscell/policy"
+	"github.com/syscell/syscell/run/enforce"
 )
 
 // Container is a container the runtime registered.

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/syscell/syscell/cell"
+	"github.com/syscell/syscell/run/cell"
 )
 
 // TestMain builds syscell's audit library next to the test binary, where

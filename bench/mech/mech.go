@@ -78,7 +78,7 @@ const (
 	// Supervised is syscell's per-library supervisor deciding getpid made
 	// from libc's code, whose owner only an unwind tells (supervised.go):
 	// to compare with UserNotif, its floor. As root, the supervisor finds
-	// the caller in the kernel's snapshot of the thread (cell/snapshot).
+	// the caller in the kernel's snapshot of the thread (run/cell/snapshot).
 	Supervised Mechanism = "supervised"
 	// SupervisedProc is the same with the caller found in /proc and the
 	// thread's memory, as without root.

@@ -16,9 +16,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/syscell/syscell/cell"
-	"github.com/syscell/syscell/enforce"
 	"github.com/syscell/syscell/policy"
+	"github.com/syscell/syscell/run/cell"
+	"github.com/syscell/syscell/run/enforce"
 	"github.com/syscell/syscell/syscalls"
 )
 
@@ -117,7 +117,7 @@ func measureSupervised(ctx context.Context, req request) (Sample, error) {
 
 // callersIn is where the supervisor of mechanism m finds callers: in the
 // kernel's snapshots from the start where it can (as root: a program
-// that makes many supervised calls loads them soon, cell/snapshots.go),
+// that makes many supervised calls loads them soon, run/cell/snapshots.go),
 // or in /proc.
 func callersIn(m Mechanism) cell.CallersIn {
 	switch {

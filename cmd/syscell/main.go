@@ -14,9 +14,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/syscell/syscell/enforce"
 	"github.com/syscell/syscell/filter"
 	"github.com/syscell/syscell/policy"
+	"github.com/syscell/syscell/run/enforce"
 )
 
 // version is set at link time by the Makefile.

@@ -12,8 +12,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/syscell/syscell/cell"
 	"github.com/syscell/syscell/heapguard"
+	"github.com/syscell/syscell/run/cell"
 )
 
 // TestMain makes the test binary play syscell when testscript runs it under

@@ -18,11 +18,11 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"github.com/syscell/syscell/enforce"
 	"github.com/syscell/syscell/heapguard"
 	"github.com/syscell/syscell/infer"
 	"github.com/syscell/syscell/policies"
 	"github.com/syscell/syscell/policy"
+	"github.com/syscell/syscell/run/enforce"
 	"github.com/syscell/syscell/syscalls"
 )
 

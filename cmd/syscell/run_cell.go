@@ -13,9 +13,9 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"github.com/syscell/syscell/cell"
-	"github.com/syscell/syscell/enforce"
 	"github.com/syscell/syscell/policy"
+	"github.com/syscell/syscell/run/cell"
+	"github.com/syscell/syscell/run/enforce"
 )
 
 // runCompartments runs CMD with the per-library filter of a policy with
