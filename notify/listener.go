@@ -51,6 +51,9 @@ type Listener struct {
 	closing   atomic.Bool
 	rmu       sync.Mutex
 	receivers map[int]bool
+	// left, while Close waits for receivers, is closed when the last
+	// one leaves.
+	left chan struct{}
 	// mu is held for reading by every operation on fd and for writing by
 	// Close, which closes it: a descriptor number is never used once
 	// closed, when it may already name another file.
@@ -227,12 +230,18 @@ func (l *Listener) enter(tid int) {
 func (l *Listener) leave(tid int) {
 	l.rmu.Lock()
 	delete(l.receivers, tid)
+	if len(l.receivers) == 0 && l.left != nil {
+		close(l.left)
+		l.left = nil
+	}
 	l.rmu.Unlock()
 }
 
 // interruptReceivers signals each thread waiting in the receive until
 // none is left. A thread signalled just before it enters the wait enters
-// it all the same, hence the repeats.
+// it all the same, hence the repeats; each waits for the receivers to
+// leave, which they do within microseconds of a signal in the wait (a
+// sleep instead took a millisecond of Go's timers at some runs' end).
 func (l *Listener) interruptReceivers() {
 	pid := unix.Getpid()
 	for {
@@ -241,6 +250,10 @@ func (l *Listener) interruptReceivers() {
 		for tid := range l.receivers {
 			tids = append(tids, tid)
 		}
+		if len(tids) > 0 && l.left == nil {
+			l.left = make(chan struct{})
+		}
+		left := l.left
 		l.rmu.Unlock()
 		if len(tids) == 0 {
 			return
@@ -248,7 +261,10 @@ func (l *Listener) interruptReceivers() {
 		for _, tid := range tids {
 			unix.Tgkill(pid, tid, WakeSignal)
 		}
-		time.Sleep(50 * time.Microsecond)
+		select {
+		case <-left:
+		case <-time.After(time.Millisecond):
+		}
 	}
 }
 
