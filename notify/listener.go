@@ -297,6 +297,19 @@ func (l *Listener) Serve(answer func(*Notification) error) error {
 	}
 }
 
+// Pending says whether a notification is queued that nobody has
+// received yet.
+func (l *Listener) Pending() bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return false
+	}
+	fds := []unix.PollFd{{Fd: int32(l.fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0 && fds[0].Revents&unix.POLLIN != 0
+}
+
 // Respond answers a notification. It returns an error wrapping
 // ErrNotPending when the notification is no longer waiting.
 func (l *Listener) Respond(r Response) error {

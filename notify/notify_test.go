@@ -302,3 +302,28 @@ func TestCloseInterrupts(t *testing.T) {
 		tg.stop()
 	}
 }
+
+// TestPending checks that Pending sees a notification queued, and no
+// longer once it is received.
+func TestPending(t *testing.T) {
+	tg := startTarget(t, unix.SYS_GETPPID)
+	if tg.listener.Pending() {
+		t.Fatal("Pending before any call: true")
+	}
+	done := tg.start(unix.SYS_GETPPID)
+	deadline := time.Now().Add(5 * time.Second)
+	for !tg.listener.Pending() {
+		if time.Now().After(deadline) {
+			t.Fatal("Pending 5 s after a notified call: still false")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	n := receive(t, tg.listener)
+	if tg.listener.Pending() {
+		t.Error("Pending once the only notification was received: true")
+	}
+	if err := tg.listener.Respond(notify.Response{ID: n.ID, Continue: true}); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+}
