@@ -88,7 +88,10 @@ type Spec struct {
 	// covers memoizes Coverage and RuntimeCoverage below SiteCount, one
 	// after the other for each number, each stored plus one (zero: not
 	// yet known): the supervisor asks at every call it decides, and
-	// each answer loops over the compartments.
+	// each answer loops over the compartments. Both depend on Allowed,
+	// Starting and Reach alone, which are never changed once NewSpec
+	// returns, so a copy with another Union (package cell's for a
+	// mode) rightly shares them.
 	covers []atomic.Uint32
 }
 
