@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/syscell/syscell/attribute"
+	"github.com/syscell/syscell/compartment"
 	"github.com/syscell/syscell/policy"
 )
 
@@ -176,12 +177,17 @@ func (ids *identities) compartmentOf(o *attribute.Object) (string, bool) {
 // could not, a mapping need not be sealed. Where known, from an earlier
 // read of the same image, holds every file mapping of space, the pages
 // of those mappings are asked whether they were written since, instead
-// (sealedCode). execs is the process's count of execs when its mappings
-// were read.
-func loadedCode(pid int, space *attribute.Space, objs *attribute.Objects, sealed bool, known *sealedCode, execs uint64) (*attribute.Space, *sealedCode, error) {
+// (sealedCode); with no earlier read, reported, the ranges the audit
+// library sealed and reported in this image, stands for one
+// (reportedCode). execs is the process's count of execs when its
+// mappings were read.
+func loadedCode(pid int, space *attribute.Space, objs *attribute.Objects, sealed bool, known *sealedCode, execs uint64, reported map[compartment.Range]bool) (*attribute.Space, *sealedCode, error) {
 	image, err := auxv(pid)
 	if err != nil {
 		return nil, nil, err
+	}
+	if known == nil && reported != nil {
+		known = reportedCode(space, image, execs, reported)
 	}
 	if sealed && known.holds(space, image, execs) {
 		return known.recheck(pid, space, objs)
@@ -229,6 +235,41 @@ type codeKey struct{ start, end, offset, dev, ino uint64 }
 
 func keyOf(m attribute.Mapping) codeKey {
 	return codeKey{m.Start, m.End, m.Offset, m.Object.Dev, m.Object.Ino}
+}
+
+// reportedCode is what the audit library sealed in the program's first
+// image and reported at start, the filter's layout (every compartment's
+// code, the runtime's), as a first read of the image would have found
+// it: sealed before the report, a range can be neither unmapped, moved
+// nor remapped since, so a mapping at exactly its bounds is still the
+// one sealed, of the same file, and what is left to ask of it is whether
+// a page was written (recheck), as for a second read. image and execs
+// are the caller's to vouch for: the image the report came from, with
+// no exec since. A mapping the report does not name (an object in no
+// compartment, one dlopened since) leaves the read to smaps.
+func reportedCode(space *attribute.Space, image []byte, execs uint64, reported map[compartment.Range]bool) *sealedCode {
+	code := &sealedCode{image: image, execs: execs, maps: map[codeKey]bool{}}
+	for _, m := range space.Mappings() {
+		if m.Object.Kind == attribute.File && reported[compartment.Range{Start: m.Start, End: m.End}] {
+			code.maps[keyOf(m)] = true
+		}
+	}
+	return code
+}
+
+// reportedRanges are the code ranges the audit library reported at
+// start: each compartment's objects' and the runtime's.
+func reportedRanges(l compartment.Layout) map[compartment.Range]bool {
+	out := map[compartment.Range]bool{}
+	for _, rs := range l.Text {
+		for _, r := range rs {
+			out[r] = true
+		}
+	}
+	for _, r := range l.Runtime {
+		out[r] = true
+	}
+	return out
 }
 
 // holds says whether every file mapping of space is a sealed mapping of

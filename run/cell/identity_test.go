@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/syscell/syscell/attribute"
+	"github.com/syscell/syscell/compartment"
 	"github.com/syscell/syscell/policy"
 )
 
@@ -160,9 +161,25 @@ func TestSealedCodeRecheck(t *testing.T) {
 	if fewer.holds(space, image, 0) {
 		t.Fatal("holds a space with mappings it does not know")
 	}
-	owners := func(known *sealedCode) (string, *sealedCode) {
+	// The sleeper is no program of syscell's: smaps shows its code
+	// unsealed, and only what stands for an earlier read makes it its
+	// file's.
+	reported, partial := map[compartment.Range]bool{}, map[compartment.Range]bool{}
+	for _, m := range space.Mappings() {
+		if m.Object.Kind == attribute.File {
+			reported[compartment.Range{Start: m.Start, End: m.End}] = true
+			if m != sleep {
+				partial[compartment.Range{Start: m.Start, End: m.End}] = true
+			}
+		}
+	}
+	owners := func(known *sealedCode, reported ...map[compartment.Range]bool) (string, *sealedCode) {
 		t.Helper()
-		out, code, err := loadedCode(pid, space, objs, true, known, 0)
+		var r map[compartment.Range]bool
+		if len(reported) > 0 {
+			r = reported[0]
+		}
+		out, code, err := loadedCode(pid, space, objs, true, known, 0, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,6 +191,15 @@ func TestSealedCodeRecheck(t *testing.T) {
 	}
 	if path, code := owners(known); path != sleep.Object.Path || !code.maps[keyOf(sleep)] {
 		t.Fatalf("unwritten: %s, known again %v", path, code.maps[keyOf(sleep)])
+	}
+	if path, code := owners(nil, reported); path != sleep.Object.Path || !code.maps[keyOf(sleep)] {
+		t.Fatalf("unwritten, reported sealed: %s, known again %v", path, code.maps[keyOf(sleep)])
+	}
+	if path, _ := owners(nil); path != "[anon-exec]" {
+		t.Fatalf("unsealed, nothing reported: %s, want [anon-exec] (smaps)", path)
+	}
+	if path, _ := owners(nil, partial); path != "[anon-exec]" {
+		t.Fatalf("unsealed, reported without it: %s, want [anon-exec] (smaps)", path)
 	}
 	mem, err := os.OpenFile(fmt.Sprintf("/proc/%d/mem", pid), os.O_RDWR, 0)
 	if err != nil {
@@ -189,5 +215,8 @@ func TestSealedCodeRecheck(t *testing.T) {
 	}
 	if path, code := owners(known); path != "[anon-exec]" || code.maps[keyOf(sleep)] {
 		t.Fatalf("written: %s, known again %v", path, code.maps[keyOf(sleep)])
+	}
+	if path, code := owners(nil, reported); path != "[anon-exec]" || code.maps[keyOf(sleep)] {
+		t.Fatalf("written, reported sealed: %s, known again %v", path, code.maps[keyOf(sleep)])
 	}
 }

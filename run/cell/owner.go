@@ -7,6 +7,7 @@ import (
 
 	"github.com/syscell/syscell/attribute"
 	"github.com/syscell/syscell/bpf"
+	"github.com/syscell/syscell/compartment"
 	"github.com/syscell/syscell/notify"
 	"github.com/syscell/syscell/unwind"
 )
@@ -271,7 +272,11 @@ func (s *supervisor) readOwnSpace(p *process, ep epoch) error {
 	space, err := attribute.ReadSpace(p.tgid, s.objs)
 	var code *sealedCode
 	if err == nil {
-		space, code, err = loadedCode(p.tgid, space, s.objs, s.sealed, p.code, execs)
+		var reported map[compartment.Range]bool
+		if p.tgid == s.started && execs == 0 {
+			reported = s.reported
+		}
+		space, code, err = loadedCode(p.tgid, space, s.objs, s.sealed, p.code, execs, reported)
 	}
 	if err != nil {
 		return fmt.Errorf("cell: mappings of process %d: %w", p.tgid, err)

@@ -356,6 +356,7 @@ func handshake(ch *channel, p *policy.Policy, cfg config, opt Options, lib strin
 	sup := newSupervisor(l, spec, opt, lib, ids, win, start.Epoch)
 	sup.inherit, sup.execs, sup.sealed, sup.ringOps = start.Inherit, grantsOf(p), start.Unsealed == 0, ringOps(p)
 	sup.denyProcMem, sup.phased = opt.DenyProcMem, phased(p)
+	sup.started, sup.reported = pid, reportedRanges(start.Layout)
 	sup.counter, sup.counterErr = counter, counterErr
 	sup.snapshots = opt.CallersIn != CallersInProc
 	sup.snaps.Store(snaps)

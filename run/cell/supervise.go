@@ -50,6 +50,11 @@ type supervisor struct {
 	// sealed says that the audit library seals the code the loader maps
 	// (identity.go).
 	sealed bool
+	// started is the process the program started as, and reported the
+	// code ranges its audit library sealed and reported at start, which
+	// its first read of mappings takes as found sealed (reportedCode).
+	started  int
+	reported map[compartment.Range]bool
 	// ringOps are the operations io_uring rings may make (uring.go).
 	ringOps []iouring.Op
 	// denyProcMem refuses opens of /proc/PID/mem for writing (procmem.go).
